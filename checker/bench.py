@@ -1,0 +1,30 @@
+"""The benchmark: the local engine on a fixed configuration, timed end to end."""
+from __future__ import annotations
+
+import platform
+import time
+
+from kafkamc.checker.explorer import explore
+from kafkamc.invariants.suite import InvariantSuite
+from kafkamc.spec.config import Config
+from kafkamc.spec.model import Model
+
+BENCH_CONFIG = Config(rf=3, minisr=2, max_records=2, max_crashes=1, max_isr_shrinks=2, max_fences=0)
+
+
+def run_bench(cfg: Config = BENCH_CONFIG) -> dict:
+    start = time.monotonic()
+    result = explore(Model(cfg), InvariantSuite(cfg))
+    elapsed = time.monotonic() - start
+    return {
+        "config": f"rf={cfg.rf} minisr={cfg.minisr} " + " ".join(f"{k}={v}" for k, v in cfg.bounds().items()),
+        "engine": "local-bfs",
+        "verdict": result.verdict,
+        "distinct_states": result.distinct_states,
+        "states_generated": result.states_generated,
+        "depth": result.depth,
+        "elapsed_s": round(elapsed, 3),
+        "distinct_states_per_s": round(result.distinct_states / elapsed, 1),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+    }

@@ -1,0 +1,192 @@
+"""Explicit-state search over any model that keeps the contract of kafkamc.spec.model.Model.
+
+The visited set maps 64-bit fingerprints to node numbers; per node it keeps only the
+parent's node number and the index of the transition among the parent's successors.
+A trace is rebuilt by replaying the model along those indices, so states need not be kept.
+"""
+from __future__ import annotations
+
+import time
+from array import array
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+STRATEGIES = ("bfs", "dfs")
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_states: Optional[int] = None     # distinct states
+    time_limit: Optional[float] = None   # seconds
+    max_depth: Optional[int] = None      # transitions from an initial state
+
+
+@dataclass
+class Violation:
+    invariant: str
+    kind: str                 # "state" or "action"
+    trace: list               # [(None, initial state), (action, state), ...]
+
+    @property
+    def length(self) -> int:
+        """Number of transitions in the trace."""
+        return len(self.trace) - 1
+
+
+@dataclass
+class Result:
+    verdict: str              # "holds" | "violated" | "incomplete"
+    strategy: str
+    distinct_states: int
+    states_generated: int
+    depth: int
+    elapsed_s: float
+    stop_reason: Optional[str] = None     # why an incomplete search stopped
+    violation: Optional[Violation] = None
+    coverage: Counter = field(default_factory=Counter)
+
+    @property
+    def states_per_second(self) -> float:
+        return self.distinct_states / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def collision_probability(self) -> float:
+        """Optimistic chance that two distinct states shared a fingerprint (as TLC estimates it)."""
+        n, g = self.distinct_states, self.states_generated
+        return n * max(g - n, 0) / 2.0 ** 64
+
+
+class _Nodes:
+    """Parent pointers: 8 + 4 bytes per state in two flat arrays."""
+
+    def __init__(self):
+        self.parent = array("q")
+        self.index = array("l")
+
+    def add(self, parent: int, index: int) -> int:
+        self.parent.append(parent)
+        self.index.append(index)
+        return len(self.parent) - 1
+
+    def path(self, node: int) -> tuple[int, list[int]]:
+        """(initial state index, successor indices) leading to `node`."""
+        steps = []
+        while self.parent[node] >= 0:
+            steps.append(self.index[node])
+            node = self.parent[node]
+        steps.reverse()
+        return self.index[node], steps
+
+
+def replay_path(model, init_index: int, steps: list[int]) -> list:
+    """Re-execute the model along successor indices: [(None, s0), (action, s1), ...]."""
+    state = model.initial_states()[init_index]
+    trace = [(None, state)]
+    for i in steps:
+        for j, (action, nxt) in enumerate(model.successors(state)):
+            if j == i:
+                state = nxt
+                trace.append((action, state))
+                break
+        else:
+            raise RuntimeError("the model is not deterministic: a recorded successor is missing")
+    return trace
+
+
+def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits(),
+            progress: Optional[Callable[[dict], None]] = None, progress_every: float = 1.0) -> Result:
+    """Enumerate reachable states; stop at the first invariant violation or at a limit."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}")
+    start = time.monotonic()
+    fp_of = model.fingerprint
+    visited: dict[int, int] = {}
+    nodes = _Nodes()
+    coverage: Counter = Counter()
+    pending: deque = deque()
+    take = pending.popleft if strategy == "bfs" else pending.pop
+    generated = 0
+    max_depth = 0
+    stop_reason = None
+    violation_at = None       # (invariant, kind, node, extra step or None)
+    check_state = checks.check_state if checks else (lambda s: None)
+    check_step = checks.check_step if checks else (lambda p, s: None)
+    next_report = start + progress_every
+    ticks = 0
+
+    def stats(final: bool = False) -> dict:
+        el = time.monotonic() - start
+        return {"distinct": len(visited), "generated": generated, "queue": len(pending),
+                "depth": max_depth, "elapsed": el, "rate": len(visited) / el if el > 0 else 0.0,
+                "final": final}
+
+    for i, s in enumerate(model.initial_states()):
+        generated += 1
+        fp = fp_of(s)
+        if fp in visited:
+            continue
+        node = nodes.add(-1, i)
+        visited[fp] = node
+        bad = check_state(s)
+        if bad:
+            violation_at = (bad, "state", node, None)
+            break
+        pending.append((s, node, 0))
+
+    try:
+        while pending and violation_at is None:
+            state, node, depth = take()
+            if limits.max_depth is not None and depth >= limits.max_depth:
+                stop_reason = stop_reason or f"max depth {limits.max_depth}"
+                continue
+            for index, (action, nxt) in enumerate(model.successors(state)):
+                generated += 1
+                coverage[type(action).__name__] += 1
+                bad = check_step(state, nxt)
+                if bad:
+                    violation_at = (bad, "action", node, index)
+                    break
+                fp = fp_of(nxt)
+                if fp in visited:
+                    continue
+                child = nodes.add(node, index)
+                visited[fp] = child
+                if depth + 1 > max_depth:
+                    max_depth = depth + 1
+                bad = check_state(nxt)
+                if bad:
+                    violation_at = (bad, "state", child, None)
+                    break
+                pending.append((nxt, child, depth + 1))
+            ticks += 1
+            if ticks & 0x3F == 0:
+                now = time.monotonic()
+                if progress is not None and now >= next_report:
+                    progress(stats())
+                    next_report = now + progress_every
+                if limits.time_limit is not None and now - start >= limits.time_limit:
+                    stop_reason = f"time limit {limits.time_limit:g}s"
+                    break
+            if limits.max_states is not None and len(visited) >= limits.max_states:
+                stop_reason = f"max states {limits.max_states}"
+                break
+    except KeyboardInterrupt:
+        stop_reason = "interrupted"
+
+    violation = None
+    if violation_at is not None:
+        name, kind, node, extra = violation_at
+        init_index, steps = nodes.path(node)
+        if extra is not None:
+            steps.append(extra)
+        violation = Violation(name, kind, replay_path(model, init_index, steps))
+        verdict = "violated"
+    elif stop_reason is not None:
+        verdict = "incomplete"
+    else:
+        verdict = "holds"
+    if progress is not None:
+        progress(stats(final=True))
+    return Result(verdict, strategy, len(visited), generated, max_depth,
+                  time.monotonic() - start, stop_reason, violation, coverage)

@@ -1,0 +1,188 @@
+"""The kafkamc command line. Exit status: 0 holds, 1 violated, 2 bad input, 3 stopped at a limit."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from kafkamc.checker.explorer import STRATEGIES, Limits
+from kafkamc.checker.run import CheckRun, run_check
+from kafkamc.invariants.catalog import INVARIANTS
+from kafkamc.spec.config import ACKS, Config, ConfigError
+from kafkamc.traces import render as render_mod
+from kafkamc.traces.trace import TraceError, load
+
+EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
+DEFAULTS = Config()
+
+
+class UsageProblem(Exception):
+    """Bad input found after click parsed the command line."""
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli():
+    """kafkamc: a model checker for Apache Kafka's partition replication protocol."""
+
+
+def _bound(name: str, help_text: str):
+    return click.option("--" + name.replace("_", "-"), name, type=int, default=getattr(DEFAULTS, name),
+                        show_default=True, help=help_text)
+
+
+@cli.command()
+@click.option("--rf", type=int, default=DEFAULTS.rf, show_default=True, help="replication factor (brokers)")
+@click.option("--minisr", type=int, default=DEFAULTS.minisr, show_default=True, help="min.insync.replicas")
+@click.option("--acks", type=click.Choice(ACKS), default=DEFAULTS.acks, show_default=True, help="producer acks")
+@click.option("--unclean/--no-unclean", default=DEFAULTS.unclean, show_default=True,
+              help="unclean.leader.election.enable")
+@_bound("max_records", "records producers may append")
+@_bound("max_crashes", "clean broker crashes")
+@_bound("max_unclean_crashes", "crashes that lose the unflushed log tail")
+@_bound("max_fences", "live brokers fenced by the controller (makes zombie leaders)")
+@_bound("max_isr_shrinks", "ISR shrinks the leaders may request")
+@click.option("--strategy", type=click.Choice(STRATEGIES), default="bfs", show_default=True,
+              help="bfs finds a shortest counterexample; dfs uses less memory")
+@click.option("--max-states", type=int, default=None, help="stop after this many distinct states")
+@click.option("--max-depth", type=int, default=None, help="do not explore beyond this depth")
+@click.option("--time-limit", type=float, default=None, help="stop after this many seconds")
+@click.option("--invariant", "invariants", multiple=True, metavar="NAME",
+              help="check only these invariants (repeatable; default: all)")
+@click.option("--trace-out", type=click.Path(dir_okay=False), default="kafkamc-trace.json", show_default=True,
+              help="where a counterexample trace is saved")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON summary on stdout")
+@click.option("--quiet", is_flag=True, help="no progress on stderr")
+def check(rf, minisr, acks, unclean, max_records, max_crashes, max_unclean_crashes, max_fences,
+          max_isr_shrinks, strategy, max_states, max_depth, time_limit, invariants, trace_out, as_json, quiet):
+    """Explore every reachable state within the bounds and check the invariants."""
+    cfg = Config(rf=rf, minisr=minisr, acks=acks, unclean=unclean, max_records=max_records,
+                 max_crashes=max_crashes, max_unclean_crashes=max_unclean_crashes, max_fences=max_fences,
+                 max_isr_shrinks=max_isr_shrinks).validated()
+    for name, value in (("--max-states", max_states), ("--max-depth", max_depth), ("--time-limit", time_limit)):
+        if value is not None and value <= 0:
+            raise UsageProblem(f"{name} must be positive (got {value:g})")
+    known = {inv.name.lower(): inv.name for inv in INVARIANTS}
+    for name in invariants:
+        if name.lower() not in known:
+            raise UsageProblem(f"unknown invariant {name!r}; `kafkamc invariants` lists them")
+    names = [known[n.lower()] for n in invariants] or None
+    limits = Limits(max_states=max_states, time_limit=time_limit, max_depth=max_depth)
+    run = run_check(cfg, strategy, limits, names, progress=not quiet,
+                    trace_out=trace_out)
+    if as_json:
+        click.echo(json.dumps(run.summary(), indent=1))
+    else:
+        _print_run(run)
+    return {"holds": EXIT_HOLDS, "violated": EXIT_VIOLATED, "incomplete": EXIT_INCOMPLETE}[run.result.verdict]
+
+
+def _print_run(run: CheckRun) -> None:
+    console = Console()
+    r, cfg = run.result, run.config
+    if run.trace is not None:
+        render_mod.render(run.trace, console)
+    console.print(f"configuration: rf={cfg.rf} minisr={cfg.minisr} acks={cfg.acks} "
+                  f"unclean={'on' if cfg.unclean else 'off'}")
+    console.print("bounds: " + ", ".join(f"{k}={v}" for k, v in run.bounds().items()))
+    console.print(f"{r.distinct_states:,} distinct states, {r.states_generated:,} generated, depth {r.depth}, "
+                  f"{r.elapsed_s:.2f}s ({r.states_per_second:,.0f} distinct states/s)")
+    console.print(f"fingerprint collision probability (optimistic): {r.collision_probability:.1e}")
+    console.print("actions fired: " + ", ".join(f"{k} {v:,}" for k, v in sorted(run.coverage().items())))
+    for name in run.never_fired():
+        console.print(f"[yellow]warning: action {name} never fired within these bounds[/yellow]")
+    if r.verdict == "holds":
+        console.print(f"[bold green]holds[/bold green]: every invariant ({', '.join(run.invariants)}) "
+                      "holds in every reachable state within the bounds")
+    elif r.verdict == "violated":
+        v = r.violation
+        console.print(f"[bold red]violated[/bold red]: {v.invariant} after {v.length} steps "
+                      f"(shortest: {'yes' if r.strategy == 'bfs' else 'not guaranteed with dfs'}); "
+                      f"trace saved to {run.trace_file}")
+    else:
+        console.print(f"[bold yellow]incomplete[/bold yellow]: stopped at {r.stop_reason}; "
+                      "no violation among the states explored")
+
+
+@cli.command("invariants")
+def list_invariants():
+    """List the invariants with what each one means."""
+    for inv in INVARIANTS:
+        click.echo(f"{inv.name:24} {inv.tier:7} {inv.kind:7} {inv.meaning}")
+    return EXIT_HOLDS
+
+
+@cli.group()
+def trace():
+    """Inspect saved counterexample traces."""
+
+
+@trace.command("show")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--step", "only_step", type=int, default=None, help="show only step N")
+@click.option("--diff-only", is_flag=True, help="show only what changed at each step")
+def trace_show(file, only_step, diff_only):
+    """Replay a saved trace and render it step by step."""
+    t = load(file)
+    if only_step is not None and not 0 <= only_step <= t.length:
+        raise UsageProblem(f"--step {only_step} is outside the trace (steps 0..{t.length})")
+    render_mod.render(t, Console(), only_step=only_step, diff_only=diff_only)
+    return EXIT_HOLDS
+
+
+@trace.command("replay")
+@click.argument("file", type=click.Path(dir_okay=False))
+def trace_replay(file):
+    """Re-execute a saved trace against the model; exit 0 when it is a real path."""
+    t = load(file)
+    from kafkamc.invariants.suite import InvariantSuite
+    what = ""
+    if t.invariant is not None:
+        suite = InvariantSuite(t.config, [t.invariant])
+        last = t.steps[-1][1]
+        prev = t.steps[-2][1] if len(t.steps) > 1 else None
+        bad = suite.check_state(last) or (suite.check_step(prev, last) if prev is not None else None)
+        what = f"; {t.invariant} is violated at its last step" if bad else f"; but {t.invariant} holds at its end"
+    click.echo(f"replayed {t.length} steps: a real path of the model{what}")
+    return EXIT_HOLDS if t.invariant is None or what.startswith("; " + t.invariant) else EXIT_VIOLATED
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="print the JSON record only")
+def bench(as_json):
+    """Time the local engine on a fixed configuration and print distinct states per second."""
+    from kafkamc.checker.bench import run_bench
+    record = run_bench()
+    if as_json:
+        click.echo(json.dumps(record, indent=1))
+    else:
+        click.echo(f"{record['config']}: {record['distinct_states']:,} distinct states in "
+                   f"{record['elapsed_s']:.2f}s = {record['distinct_states_per_s']:,.0f} distinct states/s "
+                   f"({record['states_generated']:,} generated)")
+    return EXIT_HOLDS
+
+
+def main(argv=None) -> None:
+    """Entry point: bad input becomes one line on stderr and exit 2, never a traceback."""
+    try:
+        code = cli.main(args=argv, prog_name="kafkamc", standalone_mode=False)
+    except click.exceptions.UsageError as e:
+        _fail(e.format_message())
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except (ConfigError, TraceError, UsageProblem) as e:
+        _fail(str(e))
+    except BrokenPipeError:
+        sys.exit(EXIT_USAGE)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str) -> None:
+    print(f"kafkamc: error: {message.splitlines()[0] if message else 'bad input'}", file=sys.stderr)
+    sys.exit(EXIT_USAGE)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""The invariants, each declared once as named Z3 parts over the symbolic view of a state.
+
+State invariants take one View (V). Action properties take the View of the state before
+(P) and after (V) a step. Quantifiers over brokers, offsets and records are expanded when
+the formula is built, so every formula is quantifier-free.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Callable
+
+import z3
+
+from kafkamc.spec.config import Config
+from kafkamc.invariants.view import View
+
+Parts = list[tuple[str, z3.BoolRef]]
+
+
+@dataclass(frozen=True)
+class Invariant:
+    name: str
+    tier: str            # "safety": what Kafka promises; "sanity": the model is well formed
+    kind: str            # "state" or "action"
+    meaning: str
+    build: Callable[..., Parts]
+
+
+def _offsets(cfg: Config) -> range:
+    return range(cfg.max_records)
+
+
+def no_committed_data_loss(cfg: Config, V: View) -> Parts:
+    return [
+        (f"broker {b} in the ISR holds committed offset {i}",
+         z3.Implies(z3.And(V.alive[b], V.in_isr[b], V.committed_len > i), V.log[b][i] == V.committed[i]))
+        for b in cfg.brokers for i in _offsets(cfg)
+    ]
+
+
+def leader_completeness(cfg: Config, V: View) -> Parts:
+    return [
+        (f"leader {b} holds committed offset {i}",
+         z3.Implies(z3.And(V.true_leader_is(b), V.committed_len > i), V.log[b][i] == V.committed[i]))
+        for b in cfg.brokers for i in _offsets(cfg)
+    ]
+
+
+def acked_durability(cfg: Config, V: View) -> Parts:
+    return [
+        (f"acknowledged record {r} is in leader {b}'s log",
+         z3.Implies(z3.And(V.acked[r], V.true_leader_is(b)), V.has_record(b, r)))
+        for r in range(1, cfg.max_records + 1) for b in cfg.brokers
+    ]
+
+
+def hw_monotonic(cfg: Config, P: View, V: View) -> Parts:
+    # A leader below its own epoch's start offset exposes no HW (KIP-207), so it is exempt.
+    return [
+        (f"HW exposed by leader {b} is not below the HW consumers saw before",
+         z3.Implies(z3.And(V.true_leader_is(b), V.hw[b] >= V.start[b]), V.hw[b] >= P.hw_seen))
+        for b in cfg.brokers
+    ]
+
+
+def no_split_brain(cfg: Config, V: View) -> Parts:
+    parts: Parts = []
+    for b, c in combinations(cfg.brokers, 2):
+        parts.append((f"brokers {b} and {c} do not both lead the same epoch",
+                      z3.Not(z3.And(V.leads[b], V.leads[c], V.epoch[b] == V.epoch[c]))))
+    for z in cfg.brokers:
+        for t in cfg.brokers:
+            if z == t:
+                continue
+            for i in _offsets(cfg):
+                parts.append((f"zombie {z} committed offset {i} only as leader {t} holds it",
+                              z3.Implies(z3.And(V.zombie(z), V.true_leader_is(t), V.hw[z] > i),
+                                         V.log[z][i] == V.log[t][i])))
+    for b, c in combinations(cfg.brokers, 2):
+        for i in _offsets(cfg):
+            parts.append((f"brokers {b} and {c} agree at offset {i} below both HWs",
+                          z3.Implies(z3.And(V.alive[b], V.alive[c], V.hw[b] > i, V.hw[c] > i),
+                                     V.log[b][i] == V.log[c][i])))
+    return parts
+
+
+def well_formed(cfg: Config, V: View) -> Parts:
+    parts: Parts = []
+    R = cfg.max_records
+    for b in cfg.brokers:
+        parts.append((f"0 <= hw[{b}] <= leo[{b}]", z3.And(0 <= V.hw[b], V.hw[b] <= V.leo[b])))
+        parts.append((f"epoch[{b}] <= controller epoch", V.epoch[b] <= V.c_epoch))
+        for i in range(R):
+            parts.append((f"log[{b}][{i}] is present exactly below the LEO",
+                          (V.log[b][i] != 0) == (V.leo[b] > i)))
+            parts.append((f"log[{b}][{i}] was written in a leader epoch that exists",
+                          z3.Implies(V.leo[b] > i, z3.And(1 <= V.logep[b][i], V.logep[b][i] <= V.c_epoch))))
+            if i + 1 < R:
+                parts.append((f"log[{b}] epochs do not decrease at offset {i}",
+                              z3.Implies(V.leo[b] > i + 1, V.logep[b][i] <= V.logep[b][i + 1])))
+            for j in range(i + 1, R):
+                parts.append((f"log[{b}] holds a record once (offsets {i}, {j})",
+                              z3.Implies(V.log[b][i] != 0, V.log[b][i] != V.log[b][j])))
+    parts.append(("the controller's leader is in the ISR",
+                  z3.Or(V.c_leader == 0, z3.Or([z3.And(V.c_leader == b, V.in_isr[b]) for b in cfg.brokers]))))
+    parts.append(("the ISR is not empty", z3.Or([V.in_isr[b] for b in cfg.brokers])))
+    parts.append(("consumers never saw an HW above what was committed", V.hw_seen <= V.committed_len))
+    return parts
+
+
+INVARIANTS: tuple[Invariant, ...] = (
+    Invariant("NoCommittedDataLoss", "safety", "state",
+              "a record ever committed stays at its offset in every live ISR member", no_committed_data_loss),
+    Invariant("LeaderCompleteness", "safety", "state",
+              "the partition's leader holds every record ever committed, at its offset", leader_completeness),
+    Invariant("AckedWriteDurability", "safety", "state",
+              "a write acknowledged to a producer is in the current leader's log", acked_durability),
+    Invariant("HighWatermarkMonotonic", "safety", "action",
+              "the HW consumers can read from the leader never goes backwards", hw_monotonic),
+    Invariant("NoSplitBrain", "safety", "state",
+              "one leader per epoch; a zombie commits nothing the leader lacks; no divergence below the HWs",
+              no_split_brain),
+    Invariant("WellFormed", "sanity", "state",
+              "the state is one the model should be able to build (catches spec bugs)", well_formed),
+)
+
+
+def by_name(name: str) -> Invariant:
+    for inv in INVARIANTS:
+        if inv.name.lower() == name.lower():
+            return inv
+    raise KeyError(name)

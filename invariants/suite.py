@@ -1,0 +1,142 @@
+"""The invariants of one configuration: fast evaluators for the search, Z3 to confirm and explain."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import z3
+
+from kafkamc.invariants.catalog import INVARIANTS, Invariant, by_name
+from kafkamc.invariants.compile import compile_function
+from kafkamc.invariants.view import View
+from kafkamc.spec.config import Config
+
+
+@dataclass
+class FailedPart:
+    name: str
+    values: dict          # variable name -> value, for the variables the part reads
+
+    def to_dict(self) -> dict:
+        return {"part": self.name, "values": self.values}
+
+
+@dataclass
+class Explanation:
+    invariant: str
+    meaning: str
+    parts: list = field(default_factory=list)   # FailedPart, in declaration order
+
+    def to_dict(self) -> dict:
+        return {"invariant": self.invariant, "meaning": self.meaning,
+                "failed_parts": [p.to_dict() for p in self.parts]}
+
+
+class Disagreement(AssertionError):
+    """The generated evaluator and Z3 disagree: a bug in the compiler, never in the model."""
+
+
+class _Compiled:
+    def __init__(self, inv: Invariant, parts, fn):
+        self.inv, self.parts, self.fn = inv, parts, fn
+        self.formula = z3.And([p for _, p in parts]) if parts else z3.BoolVal(True)
+
+
+class InvariantSuite:
+    def __init__(self, cfg: Config, names: Optional[list[str]] = None):
+        self.cfg = cfg
+        self.V = View(cfg, "", "s")
+        self.P = View(cfg, "prev.", "p")
+        chosen = INVARIANTS if names is None else tuple(by_name(n) for n in names)
+        self.state_invs: list[_Compiled] = []
+        self.action_invs: list[_Compiled] = []
+        sources = {v.name: v.source for v in list(self.V.vars.values()) + list(self.P.vars.values())}
+        for inv in chosen:
+            if inv.kind == "state":
+                parts = inv.build(cfg, self.V)
+                fn = compile_function(inv.name, ["s"], self.V.prelude, z3.And([p for _, p in parts]), sources)
+                self.state_invs.append(_Compiled(inv, parts, fn))
+            else:
+                parts = inv.build(cfg, self.P, self.V)
+                fn = compile_function(inv.name, ["p", "s"], self.P.prelude + self.V.prelude,
+                                      z3.And([p for _, p in parts]), sources)
+                self.action_invs.append(_Compiled(inv, parts, fn))
+        self._values = _values_fn(self.V)
+        self._prev_values = _values_fn(self.P)
+
+    @property
+    def names(self) -> list[str]:
+        return [c.inv.name for c in self.state_invs + self.action_invs]
+
+    # The hot path: one call per explored state (and per transition for action properties).
+    def check_state(self, state) -> Optional[str]:
+        for c in self.state_invs:
+            if not c.fn(state):
+                return c.inv.name
+        return None
+
+    def check_step(self, prev, state) -> Optional[str]:
+        for c in self.action_invs:
+            if not c.fn(prev, state):
+                return c.inv.name
+        return None
+
+    def values(self, state, prev=None) -> dict:
+        out = dict(self._values(state))
+        if prev is not None:
+            out.update(self._prev_values(prev))
+        return out
+
+    def evaluate_z3(self, name: str, state, prev=None) -> bool:
+        """The declared formula's truth value on this state, computed by Z3 itself."""
+        c = self._compiled(name)
+        return z3.is_true(z3.simplify(z3.substitute(c.formula, *self._substitution(state, prev))))
+
+    def explain(self, name: str, state, prev=None) -> Explanation:
+        """Confirm a violation with Z3 and name the parts that fail, with the values they read."""
+        c = self._compiled(name)
+        subst = self._substitution(state, prev)
+        values = self.values(state, prev)
+        failed = []
+        for part_name, part in c.parts:
+            if z3.is_false(z3.simplify(z3.substitute(part, *subst))):
+                failed.append(FailedPart(part_name, {n: values[n] for n in _var_names(part)}))
+        if not failed:
+            raise Disagreement(f"{name}: the fast evaluator reported a violation that Z3 does not confirm")
+        return Explanation(c.inv.name, c.inv.meaning, failed)
+
+    def _compiled(self, name: str) -> _Compiled:
+        for c in self.state_invs + self.action_invs:
+            if c.inv.name == name:
+                return c
+        raise KeyError(name)
+
+    def _substitution(self, state, prev):
+        values = self.values(state, prev)
+        pairs = []
+        for view in (self.V, self.P):
+            for name, var in view.vars.items():
+                if name not in values:
+                    continue
+                v = values[name]
+                pairs.append((var.const, z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v)))
+        return pairs
+
+
+def _values_fn(view: View):
+    ns: dict = {}
+    exec(compile(view.values_source(), "<view values>", "exec"), ns)
+    return ns["values"]
+
+
+def _var_names(expr: z3.ExprRef) -> list[str]:
+    seen, out, stack = set(), [], [expr]
+    while stack:
+        e = stack.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            out.append(e.decl().name())
+        stack.extend(e.children())
+    return sorted(out)

@@ -1,0 +1,83 @@
+"""The symbolic view of a state: named Z3 variables, each with the Python expression that reads it.
+
+A formula over these variables is the declaration of an invariant. The same table tells
+the compiler how to read each variable straight from a State object (no intermediate
+vector), and tells the explainer which value each variable had.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import z3
+
+from kafkamc.spec.config import Config
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+    const: z3.ExprRef
+    source: str          # Python expression over the prelude's locals
+
+
+class View:
+    """Variables of one state. `prefix` tells apart the two states of an action property."""
+
+    def __init__(self, cfg: Config, prefix: str = "", state_name: str = "s"):
+        self.cfg = cfg
+        self.prefix = prefix
+        self.state_name = state_name
+        self.vars: dict[str, Var] = {}
+        n, R = state_name, cfg.max_records
+        self.prelude = [f"{n}_c = {n}.controller", f"{n}_g = {n}.ghost"]
+        self.c_leader = self._int("c_leader", f"{n}_c.leader")
+        self.c_epoch = self._int("c_epoch", f"{n}_c.epoch")
+        self.alive, self.leads, self.epoch, self.hw, self.leo = {}, {}, {}, {}, {}
+        self.start, self.in_isr, self.log, self.logep = {}, {}, {}, {}
+        for b in cfg.brokers:
+            br = f"{n}_b{b}"
+            self.prelude.append(f"{br} = {n}.brokers[{b - 1}]")
+            self.alive[b] = self._bool(f"alive[{b}]", f"{br}.alive")
+            self.leads[b] = self._bool(f"leads[{b}]", f"({br}.alive and {br}.leader == {b})")
+            self.epoch[b] = self._int(f"epoch[{b}]", f"{br}.epoch")
+            self.hw[b] = self._int(f"hw[{b}]", f"{br}.hw")
+            self.leo[b] = self._int(f"leo[{b}]", f"len({br}.log)")
+            self.start[b] = self._int(f"start[{b}]", f"{br}.start")
+            self.in_isr[b] = self._bool(f"in_isr[{b}]", f"bool({n}_c.isr & {1 << (b - 1)})")
+            self.log[b] = [self._int(f"log[{b}][{i}]", f"({br}.log[{i}][1] if len({br}.log) > {i} else 0)")
+                           for i in range(R)]
+            self.logep[b] = [self._int(f"logep[{b}][{i}]", f"({br}.log[{i}][0] if len({br}.log) > {i} else 0)")
+                             for i in range(R)]
+        self.committed_len = self._int("committed_len", f"len({n}_g.committed)")
+        self.committed = [self._int(f"committed[{i}]", f"({n}_g.committed[{i}] if len({n}_g.committed) > {i} else 0)")
+                          for i in range(R)]
+        self.acked = {r: self._bool(f"acked[{r}]", f"bool({n}_g.acked & {1 << (r - 1)})") for r in range(1, R + 1)}
+        self.hw_seen = self._int("hw_seen", f"{n}_g.hw_seen")
+
+    def _int(self, name: str, source: str) -> z3.ArithRef:
+        return self._add(name, z3.Int(self.prefix + name), source)
+
+    def _bool(self, name: str, source: str) -> z3.BoolRef:
+        return self._add(name, z3.Bool(self.prefix + name), source)
+
+    def _add(self, name, const, source):
+        self.vars[self.prefix + name] = Var(self.prefix + name, const, source)
+        return const
+
+    # Derived predicates, used by several declarations.
+    def true_leader_is(self, b: int) -> z3.BoolRef:
+        """b leads in the controller's current epoch and knows it."""
+        return z3.And(self.c_leader == b, self.leads[b], self.epoch[b] == self.c_epoch)
+
+    def zombie(self, b: int) -> z3.BoolRef:
+        """b acts as leader on metadata older than the controller's."""
+        return z3.And(self.leads[b], self.epoch[b] < self.c_epoch)
+
+    def has_record(self, b: int, r: int) -> z3.BoolRef:
+        return z3.Or([x == r for x in self.log[b]])
+
+    def values_source(self) -> str:
+        """Source of a function returning {name: value} for every variable of this view."""
+        body = "\n    ".join(self.prelude)
+        items = ", ".join(f"{v.name!r}: {v.source}" for v in self.vars.values())
+        return f"def values({self.state_name}):\n    {body}\n    return {{{items}}}\n"

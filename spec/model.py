@@ -1,0 +1,124 @@
+"""The model/engine contract: initial states, ordered successors, canonical form, fingerprint."""
+from __future__ import annotations
+
+import hashlib
+import marshal
+from dataclasses import replace
+from typing import Iterator
+
+from kafkamc.spec import actions as A
+from kafkamc.spec.config import Config
+from kafkamc.spec.state import NO_LEADER, State, initial_state, members
+
+
+def observe(state: State) -> State:
+    """Update the ghost variables from what the partition's true leader now exposes.
+
+    committed: the true leader's log below its HW, the longest ever seen.
+    hw_seen: the highest HW a consumer could read from the true leader. A leader whose
+    HW is still below its own epoch's start offset exposes none (KIP-207).
+    """
+    t = state.true_leader()
+    if t == NO_LEADER:
+        return state
+    br = state.broker(t)
+    g = state.ghost
+    committed, hw_seen = g.committed, g.hw_seen
+    if br.hw > len(committed):
+        committed = tuple(rec for _epoch, rec in br.log[:br.hw])
+    if br.hw >= br.start and br.hw > hw_seen:
+        hw_seen = br.hw
+    if committed is g.committed and hw_seen == g.hw_seen:
+        return state
+    return replace(state, ghost=replace(g, committed=committed, hw_seen=hw_seen))
+
+
+def candidate_actions(cfg: Config, state: State) -> Iterator:
+    """Every action that might be enabled, in a fixed order; the step function checks the guard."""
+    nxt_record = state.budget.records + 1
+    for b in cfg.brokers:
+        br = state.broker(b)
+        if not br.alive:
+            yield A.BrokerRestart(b)
+            continue
+        if br.leader == b:
+            if nxt_record <= cfg.max_records:
+                yield A.Produce(b, nxt_record)
+            if not br.pending and br.alter is None:
+                isr = members(br.isr)
+                for f in cfg.brokers:
+                    if f == b:
+                        continue
+                    if f in isr:
+                        yield A.AlterPartition(b, tuple(m for m in isr if m != f))
+                    else:
+                        yield A.AlterPartition(b, tuple(sorted(isr + (f,))))
+            if br.alter is not None:
+                yield A.HandleAlterPartitionResponse(b)
+        elif br.leader != NO_LEADER:
+            yield A.Fetch(b, br.leader)
+        yield A.MetadataUpdate(b)
+        yield A.BrokerCrash(b)
+        for keep in range(br.leo):
+            yield A.BrokerCrash(b, keep)
+        yield A.ControllerFenceBroker(b)
+        yield A.BrokerHeartbeat(b)
+
+
+STEPS = {
+    A.Produce: A.produce,
+    A.Fetch: A.fetch,
+    A.AlterPartition: A.alter_partition,
+    A.HandleAlterPartitionResponse: A.handle_alter_partition_response,
+    A.MetadataUpdate: A.metadata_update,
+    A.BrokerCrash: A.broker_crash,
+    A.BrokerRestart: A.broker_restart,
+    A.ControllerFenceBroker: A.controller_fence_broker,
+    A.BrokerHeartbeat: A.broker_heartbeat,
+}
+
+
+def step(cfg: Config, state: State, action) -> list[State]:
+    """All states `action` can lead to from `state` (empty when its guard is false)."""
+    out = STEPS[type(action)](cfg, state, action)
+    if out is None:
+        return []
+    if isinstance(out, State):
+        out = [out]
+    return [observe(s) for s in out]
+
+
+def encode(state: State) -> bytes:
+    """Canonical bytes. marshal version 2 writes no back-references, so equal values
+    give equal bytes in every process and Python version that reads version 2."""
+    return marshal.dumps(state.key(), 2)
+
+
+def fingerprint(state: State) -> int:
+    """64 stable bits; Python's hash() is seeded per process and must not be used."""
+    return int.from_bytes(hashlib.blake2b(encode(state), digest_size=8).digest(), "little")
+
+
+class Model:
+    """Kafka partition replication as a transition system."""
+
+    def __init__(self, config: Config):
+        self.config = config.validated()
+
+    def initial_states(self) -> list[State]:
+        return [initial_state(self.config.rf)]
+
+    def successors(self, state: State) -> Iterator[tuple[object, State]]:
+        cfg = self.config
+        for action in candidate_actions(cfg, state):
+            for nxt in step(cfg, state, action):
+                yield action, nxt
+
+    def canonical(self, state: State) -> State:
+        return state     # symmetry reduction is not applied yet
+
+    def fingerprint(self, state: State) -> int:
+        return fingerprint(self.canonical(state))
+
+    def action_names(self) -> list[str]:
+        return [t.__name__ for t in A.ACTION_TYPES]

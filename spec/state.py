@@ -1,0 +1,173 @@
+"""The state of one replicated partition, grouped by owner. All of it is immutable.
+
+Sets of brokers (ISR, registered brokers) are bitmasks: bit (b - 1) is broker b.
+That keeps states small, hashable and ordered the same way in every process.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+NO_LEADER = 0       # Kafka's leader id -1; broker ids start at 1
+UNKNOWN = -1        # a follower LEO the leader has not learned yet
+
+
+def bit(b: int) -> int:
+    return 1 << (b - 1)
+
+
+def members(mask: int) -> tuple[int, ...]:
+    """Broker ids in a bitmask, ascending."""
+    out = []
+    b = 1
+    while mask:
+        if mask & 1:
+            out.append(b)
+        mask >>= 1
+        b += 1
+    return tuple(out)
+
+
+def size(mask: int) -> int:
+    return bin(mask).count("1")
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResponse:
+    """The leader's answer to a fetch request."""
+    leader: int
+    epoch: int                          # the leader epoch the leader answered in
+    fetch_offset: int                   # the offset the follower asked from
+    records: tuple = ()                 # ((epoch, record id), ...) from fetch_offset on
+    hw: int = 0                         # the leader's HW when it answered
+    diverging: Optional[tuple] = None   # (epoch, end offset) when the follower's log diverged
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionResponse:
+    """The controller's answer to an AlterPartition request, on its way to the leader."""
+    epoch: int          # leader epoch the request was sent in
+    ok: bool
+    isr: int            # the ISR the controller committed (when ok)
+    pepoch: int         # the partition epoch after the change (when ok)
+    error: str = ""     # Kafka error name when rejected
+
+
+@dataclass(frozen=True, slots=True)
+class Controller:
+    """The KRaft controller's metadata for the partition and the broker registrations."""
+    leader: int
+    epoch: int               # leader epoch
+    pepoch: int              # partition epoch: bumped by every change to leader or ISR
+    isr: int                 # bitmask
+    registered: int          # bitmask of unfenced brokers
+    bepochs: tuple           # broker epoch per broker (index b - 1)
+
+    def meta(self) -> tuple:
+        """What brokers learn from the metadata log about this partition."""
+        return (self.leader, self.epoch, self.pepoch, self.isr)
+
+
+@dataclass(frozen=True, slots=True)
+class Broker:
+    """One broker: its process, its cached metadata and its replica of the partition."""
+    alive: bool = True
+    bepoch: int = 1
+    # Metadata as this broker last applied it; a broker acts on this, stale or not.
+    leader: int = NO_LEADER
+    epoch: int = 0
+    pepoch: int = 0          # partition epoch as this leader knows it (0 on followers)
+    isr: int = 0             # committed ISR as this leader knows it (0 on followers)
+    # The replica.
+    log: tuple = ()          # ((leader epoch, record id), ...); the LEO is len(log)
+    cache: tuple = ()        # leader-epoch cache: ((epoch, start offset), ...)
+    hw: int = 0
+    # Leader-only state (reset when the broker is not leader).
+    start: int = 0           # start offset of this leader's epoch
+    views: tuple = ()        # follower LEO as learned from fetch requests, UNKNOWN until then
+    pending: int = 0         # ISR proposed in an AlterPartition still in flight (0 = none)
+    purgatory: tuple = ()    # acks=all produce requests waiting: ((offset, record id), ...)
+    # The AlterPartition response in flight to this leader (Kafka keeps one outstanding).
+    alter: Optional[AlterPartitionResponse] = None
+
+    @property
+    def leo(self) -> int:
+        return len(self.log)
+
+    def last_epoch(self) -> int:
+        return self.cache[-1][0] if self.cache else -1
+
+
+@dataclass(frozen=True, slots=True)
+class Ghost:
+    """Variables that only invariants read: what producers and consumers were told."""
+    acked: int = 0           # bitmask over record ids acknowledged to a producer
+    committed: tuple = ()    # the longest log prefix a true leader ever declared committed
+    hw_seen: int = 0         # the highest HW a consumer observed from the true leader
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Bound counters: how much of each budget the path to this state spent."""
+    records: int = 0
+    crashes: int = 0
+    unclean: int = 0
+    fences: int = 0
+    shrinks: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    controller: Controller
+    brokers: tuple                  # Broker per broker id, index b - 1
+    ghost: Ghost = field(default_factory=Ghost)
+    budget: Budget = field(default_factory=Budget)
+
+    def key(self) -> tuple:
+        """The state as nested tuples of ints, bools and strings: what identity is computed from."""
+        c, g, u = self.controller, self.ghost, self.budget
+        return (
+            (c.leader, c.epoch, c.pepoch, c.isr, c.registered, c.bepochs),
+            tuple((b.alive, b.bepoch, b.leader, b.epoch, b.pepoch, b.isr, b.log, b.cache, b.hw,
+                   b.start, b.views, b.pending, b.purgatory,
+                   b.alter and (b.alter.epoch, b.alter.ok, b.alter.isr, b.alter.pepoch, b.alter.error))
+                  for b in self.brokers),
+            (g.acked, g.committed, g.hw_seen),
+            (u.records, u.crashes, u.unclean, u.fences, u.shrinks),
+        )
+
+    def broker(self, b: int) -> Broker:
+        return self.brokers[b - 1]
+
+    def with_broker(self, b: int, broker: Broker) -> "State":
+        bs = list(self.brokers)
+        bs[b - 1] = broker
+        return State(self.controller, tuple(bs), self.ghost, self.budget)
+
+    def leads(self, b: int) -> bool:
+        """Broker b is alive and acts as leader on the metadata it has (maybe a zombie)."""
+        br = self.brokers[b - 1]
+        return br.alive and br.leader == b
+
+    def true_leader(self) -> int:
+        """The broker that leads in the controller's current epoch and knows it, or NO_LEADER."""
+        c = self.controller
+        if c.leader == NO_LEADER:
+            return NO_LEADER
+        br = self.brokers[c.leader - 1]
+        if br.alive and br.leader == c.leader and br.epoch == c.epoch:
+            return c.leader
+        return NO_LEADER
+
+
+def initial_state(rf: int) -> State:
+    """Broker 1 leads epoch 1 with every replica in the ISR and empty logs; all metadata known."""
+    everyone = (1 << rf) - 1
+    c = Controller(leader=1, epoch=1, pepoch=1, isr=everyone, registered=everyone, bepochs=(1,) * rf)
+    brokers = []
+    for b in range(1, rf + 1):
+        br = Broker(leader=1, epoch=1)
+        if b == 1:
+            br = Broker(leader=1, epoch=1, pepoch=1, isr=everyone, cache=((1, 0),), views=(UNKNOWN,) * rf)
+        brokers.append(br)
+    return State(c, tuple(brokers))
