@@ -77,6 +77,9 @@ def run_check(cfg: Config, strategy: str = "bfs", limits: Limits = Limits(), inv
         last = v.trace[-1][1]
         prev = v.trace[-2][1] if v.kind == "action" else None
         explanation = suite.explain(v.invariant, last, prev).to_dict()
+        also = [n for n in suite.all_violated(last, v.trace[-2][1] if len(v.trace) > 1 else None)
+                if n != v.invariant]
+        explanation["also_violated"] = also
         run.trace = Trace(cfg, v.trace, v.invariant, v.kind, explanation)
         if trace_out:
             run.trace_file = str(run.trace.save(Path(trace_out)))

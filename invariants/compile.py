@@ -49,6 +49,8 @@ def _one(e, go, sources) -> str:
             raise CompileError(f"variable {name} has no reader")
         return sources[name]
     if kind in _NARY:
+        if not args:    # an empty conjunction is true, an empty disjunction false
+            return {K.Z3_OP_AND: "True", K.Z3_OP_OR: "False", K.Z3_OP_ADD: "0", K.Z3_OP_MUL: "1"}[kind]
         return "(" + _NARY[kind].join(go(a) for a in args) + ")"
     if kind in _BINARY and len(args) == 2:
         return f"({go(args[0])} {_BINARY[kind]} {go(args[1])})"

@@ -81,6 +81,13 @@ class InvariantSuite:
                 return c.inv.name
         return None
 
+    def all_violated(self, state, prev=None) -> list[str]:
+        """Every invariant false at `state` (and on the step from `prev`, when given)."""
+        out = [c.inv.name for c in self.state_invs if not c.fn(state)]
+        if prev is not None:
+            out += [c.inv.name for c in self.action_invs if not c.fn(prev, state)]
+        return out
+
     def values(self, state, prev=None) -> dict:
         out = dict(self._values(state))
         if prev is not None:

@@ -145,6 +145,8 @@ def violation_note(trace: Trace) -> Optional[Text]:
     for part in exp.get("failed_parts", []):
         vals = ", ".join(f"{k}={v}" for k, v in part["values"].items())
         t.append(f"\n  fails: {part['part']}  [{vals}]", style="red")
+    if exp.get("also_violated"):
+        t.append("\n  also violated here: " + ", ".join(exp["also_violated"]), style="red")
     return t
 
 

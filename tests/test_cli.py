@@ -1,0 +1,147 @@
+"""The command line through the installed `kafkamc` entry point: exit codes, JSON, errors."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXE = shutil.which("kafkamc", path=os.path.dirname(sys.executable)) or shutil.which("kafkamc")
+
+
+def kafkamc(*args, cwd=None):
+    assert EXE, "the kafkamc entry point is not installed"
+    env = dict(os.environ, COLUMNS="200")
+    return subprocess.run([EXE, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+
+
+def test_small_check_holds_with_json(tmp_path):
+    p = kafkamc("check", "--rf", "2", "--minisr", "2", "--json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["verdict"] == "holds"
+    assert out["distinct_states"] == 2510 and out["depth"] == 19
+    assert out["states_generated"] > out["distinct_states"]
+    assert out["violation"] is None
+    assert out["config"]["rf"] == 2 and out["bounds"]["max_records"] == 2
+    assert set(out) >= {"verdict", "distinct_states", "states_generated", "depth", "elapsed_s", "config",
+                        "violation"}
+
+
+def test_violation_saves_a_trace_that_replays(tmp_path):
+    trace = tmp_path / "t.json"
+    p = kafkamc("check", "--rf", "3", "--minisr", "1", "--unclean", "--json", "--trace-out", str(trace))
+    assert p.returncode == 1, p.stderr
+    out = json.loads(p.stdout)
+    assert out["verdict"] == "violated"
+    v = out["violation"]
+    assert v["invariant"] == "NoCommittedDataLoss" and v["length"] == 6
+    assert v["trace_file"] == str(trace) and trace.exists()
+    assert v["explanation"]["failed_parts"][0]["part"] == "broker 2 in the ISR holds committed offset 0"
+    r = kafkamc("trace", "replay", str(trace))
+    assert r.returncode == 0
+    assert "replayed 6 steps: a real path of the model; NoCommittedDataLoss is violated" in r.stdout
+
+
+def test_rendered_counterexample(tmp_path):
+    p = kafkamc("check", "--acks", "1", "--quiet", "--trace-out", str(tmp_path / "a.json"))
+    assert p.returncode == 1
+    text = p.stdout
+    for expected in ("step 0: Init", "step 1: Produce(leader=1, record=1)", "step 2: BrokerCrash(broker=1)",
+                     "step 3: MetadataUpdate(broker=2)", "VIOLATED AckedWriteDurability",
+                     "fails: acknowledged record 1 is in leader 2's log",
+                     "violated: AckedWriteDurability after 3 steps (shortest: yes)"):
+        assert expected in text, expected
+    shown = kafkamc("trace", "show", str(tmp_path / "a.json"), "--step", "3")
+    assert shown.returncode == 0 and "step 3: MetadataUpdate" in shown.stdout and "step 2" not in shown.stdout
+
+
+def test_limits_exit_3(tmp_path):
+    p = kafkamc("check", "--max-states", "200", "--json", "--quiet", cwd=tmp_path)
+    assert p.returncode == 3, p.stderr
+    out = json.loads(p.stdout)
+    assert out["verdict"] == "incomplete" and out["stop_reason"] == "max states 200"
+    assert out["distinct_states"] >= 200
+
+
+def test_human_summary_names_bounds_and_coverage(tmp_path):
+    p = kafkamc("check", "--rf", "2", "--minisr", "1", "--quiet", cwd=tmp_path)
+    assert p.returncode == 0
+    assert "bounds: max_records=2, max_crashes=1, max_unclean_crashes=0, max_fences=0, max_isr_shrinks=2" in p.stdout
+    assert "warning: action ControllerFenceBroker never fired" in p.stdout
+    assert "holds: every invariant" in p.stdout
+
+
+def test_invariants_listed():
+    p = kafkamc("invariants")
+    assert p.returncode == 0
+    names = [line.split()[0] for line in p.stdout.splitlines()]
+    assert names == ["NoCommittedDataLoss", "LeaderCompleteness", "AckedWriteDurability",
+                     "HighWatermarkMonotonic", "NoSplitBrain", "WellFormed"]
+
+
+BAD = [
+    (["check", "--rf", "3", "--minisr", "4"], "--minisr 4 exceeds --rf 3"),
+    (["check", "--rf", "0"], "--rf must be at least 1"),
+    (["check", "--max-crashes", "-1"], "--max-crashes must not be negative"),
+    (["check", "--acks", "2"], "Invalid value for '--acks'"),
+    (["check", "--strategy", "random"], "Invalid value for '--strategy'"),
+    (["check", "--rf", "three"], "Invalid value for '--rf'"),
+    (["check", "--no-such-flag"], "No such option"),
+    (["check", "--invariant", "Nope"], "unknown invariant 'Nope'"),
+    (["check", "--time-limit", "0"], "--time-limit must be positive"),
+    (["trace", "show", "/nonexistent/trace.json"], "no such trace file"),
+    (["frobnicate"], "No such command"),
+]
+
+
+@pytest.mark.parametrize("args,message", BAD)
+def test_bad_input_is_one_line_and_exit_2(args, message):
+    p = kafkamc(*args)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert "Traceback" not in p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith("kafkamc: error: ") and message in lines[0]
+
+
+def _saved_trace(tmp_path) -> Path:
+    path = tmp_path / "ok.json"
+    assert kafkamc("check", "--acks", "1", "--quiet", "--trace-out", str(path)).returncode == 1
+    return path
+
+
+@pytest.mark.parametrize("mangle,message", [
+    (lambda d: "not json at all {", "is not JSON"),
+    (lambda d: json.dumps({**d, "schema": "kafkamc.trace/0"}), "has schema 'kafkamc.trace/0'"),
+    (lambda d: json.dumps({k: v for k, v in d.items() if k != "schema"}), "no schema field"),
+    (lambda d: json.dumps({**d, "steps": d["steps"][:1] + [{"action": {"type": "Produce", "leader": 2, "record": 1},
+                                                               "state": d["steps"][1]["state"]}]}),
+     "does not lead to the recorded state"),
+    (lambda d: json.dumps({**d, "config": {**d["config"], "colour": "blue"}}), "unknown configuration key"),
+    (lambda d: json.dumps({**d, "steps": [{"state": 1}]}), "malformed"),
+])
+@pytest.mark.parametrize("command", ["show", "replay"])
+def test_bad_trace_files_exit_2(tmp_path, mangle, message, command):
+    data = json.loads(_saved_trace(tmp_path).read_text())
+    bad = tmp_path / "bad.json"
+    bad.write_text(mangle(data))
+    p = kafkamc("trace", command, str(bad))
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert message in p.stderr
+
+
+@pytest.mark.slow
+def test_bench_prints_states_per_second():
+    p = kafkamc("bench", "--json")
+    assert p.returncode == 0
+    out = json.loads(p.stdout)
+    assert out["verdict"] == "holds" and out["distinct_states"] == 68929 and out["distinct_states_per_s"] > 0
+
+
+pytestmark = pytest.mark.filterwarnings("ignore")

@@ -1,0 +1,89 @@
+"""Pinned distinct-state counts, depths and verdicts; BFS and DFS must agree on them.
+
+If a change to the spec moves one of these numbers, the change must say why.
+"""
+from __future__ import annotations
+
+import pytest
+
+from kafkamc.checker.explorer import explore
+from kafkamc.invariants.suite import InvariantSuite
+from kafkamc.spec.config import Config
+from kafkamc.spec.model import Model
+
+# (configuration, distinct states, BFS depth) for configurations where every invariant holds
+HOLDS = [
+    (dict(rf=1, minisr=1), 12, 4),
+    (dict(rf=2, minisr=1), 1918, 19),
+    (dict(rf=2, minisr=2), 2510, 19),
+    pytest.param(dict(rf=3, minisr=2, max_records=1), 12267, 20, marks=pytest.mark.slow),
+    pytest.param(dict(rf=2, minisr=2, max_records=1, max_fences=1), 13475, 24, marks=pytest.mark.slow),
+    pytest.param(dict(rf=3, minisr=2), 68929, 24, marks=pytest.mark.slow),   # the default check
+]
+
+# (configuration, invariant, length of the shortest counterexample)
+VIOLATED = [
+    (dict(rf=2, minisr=1, unclean=True), "NoCommittedDataLoss", 4),
+    (dict(rf=3, minisr=1, unclean=True), "NoCommittedDataLoss", 6),
+    (dict(rf=3, minisr=2, acks="1"), "AckedWriteDurability", 3),
+    # The last ISR member loses its unflushed tail and is re-elected: Kafka before KIP-966.
+    (dict(rf=2, minisr=2, max_unclean_crashes=1), "HighWatermarkMonotonic", 6),
+    (dict(rf=3, minisr=2, max_records=1, max_unclean_crashes=1), "HighWatermarkMonotonic", 8),
+]
+
+
+def _run(kw, strategy):
+    cfg = Config(**kw)
+    return explore(Model(cfg), InvariantSuite(cfg), strategy)
+
+
+@pytest.mark.parametrize("kw,states,depth", HOLDS)
+def test_holds_with_pinned_counts(kw, states, depth):
+    bfs = _run(kw, "bfs")
+    assert (bfs.verdict, bfs.distinct_states, bfs.depth) == ("holds", states, depth)
+    dfs = _run(kw, "dfs")
+    assert (dfs.verdict, dfs.distinct_states) == ("holds", states)
+    assert dfs.depth >= depth
+
+
+@pytest.mark.parametrize("kw,invariant,length", VIOLATED)
+def test_violations_with_shortest_trace_length(kw, invariant, length):
+    r = _run(kw, "bfs")
+    assert r.verdict == "violated"
+    assert (r.violation.invariant, r.violation.length) == (invariant, length)
+    d = _run(kw, "dfs")
+    assert d.verdict == "violated" and d.violation.length >= length
+
+
+def test_default_bounds_make_the_interesting_things_happen():
+    """The default run must elect, change the ISR, crash, restart and truncate."""
+    cfg = Config(rf=3, minisr=2, max_records=1)
+    model = Model(cfg)
+    r = explore(model, InvariantSuite(cfg), "bfs")
+    for action in ("Produce", "Fetch", "AlterPartition", "HandleAlterPartitionResponse", "MetadataUpdate",
+                   "BrokerCrash", "BrokerRestart"):
+        assert r.coverage[action] > 0, action
+
+
+def test_truncation_and_election_reachable():
+    """Reachability guard against a vacuous model: a follower truncates a log after an election."""
+    from collections import deque
+    cfg = Config(rf=2, minisr=1)
+    model = Model(cfg)
+    start = model.initial_states()[0]
+    seen, queue = {model.fingerprint(start)}, deque([start])
+    truncated = elected = False
+    while queue and not (truncated and elected):
+        s = queue.popleft()
+        for action, n in model.successors(s):
+            if n.controller.epoch > 1:
+                elected = True
+            if type(action).__name__ == "Fetch":
+                f = n.broker(action.follower)
+                if f.leo < s.broker(action.follower).leo:
+                    truncated = True
+            fp = model.fingerprint(n)
+            if fp not in seen:
+                seen.add(fp)
+                queue.append(n)
+    assert truncated and elected
