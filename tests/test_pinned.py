@@ -65,25 +65,42 @@ def test_default_bounds_make_the_interesting_things_happen():
         assert r.coverage[action] > 0, action
 
 
-def test_truncation_and_election_reachable():
-    """Reachability guard against a vacuous model: a follower truncates a log after an election."""
+def _reach(cfg, found):
+    """BFS until `found(state, action, next)` is true for some transition; returns that action."""
     from collections import deque
-    cfg = Config(rf=2, minisr=1)
     model = Model(cfg)
     start = model.initial_states()[0]
     seen, queue = {model.fingerprint(start)}, deque([start])
-    truncated = elected = False
-    while queue and not (truncated and elected):
+    while queue:
         s = queue.popleft()
         for action, n in model.successors(s):
-            if n.controller.epoch > 1:
-                elected = True
-            if type(action).__name__ == "Fetch":
-                f = n.broker(action.follower)
-                if f.leo < s.broker(action.follower).leo:
-                    truncated = True
+            if found(s, action, n):
+                return action
             fp = model.fingerprint(n)
             if fp not in seen:
                 seen.add(fp)
                 queue.append(n)
-    assert truncated and elected
+    return None
+
+
+def test_truncation_after_election_reachable():
+    """Reachability guard against a vacuous model: a follower truncates its log through Fetch."""
+    def truncates(s, a, n):
+        return type(a).__name__ == "Fetch" and n.broker(a.follower).leo < s.broker(a.follower).leo
+    assert _reach(Config(rf=2, minisr=1), truncates) is not None
+
+
+def test_zombie_leader_appends_with_fencing():
+    """With a live broker fenced, the old leader keeps acting on stale metadata and takes a write."""
+    def zombie_write(s, a, n):
+        return (type(a).__name__ == "Produce" and n is not s
+                and n.broker(a.leader).epoch < n.controller.epoch)
+    assert _reach(Config(rf=2, minisr=1, max_records=1, max_fences=1), zombie_write) is not None
+
+
+def test_stale_alter_partition_rejected():
+    """A leader's AlterPartition sent on a stale partition or leader epoch is rejected by the controller."""
+    def rejected(s, a, n):
+        return type(a).__name__ == "AlterPartition" and n.broker(a.leader).alter is not None \
+            and not n.broker(a.leader).alter.ok
+    assert _reach(Config(rf=2, minisr=1, max_records=1, max_fences=1), rejected) is not None
