@@ -62,7 +62,7 @@ class _Nodes:
 
     def __init__(self):
         self.parent = array("q")
-        self.index = array("l")
+        self.index = array("i")
 
     def add(self, parent: int, index: int) -> int:
         self.parent.append(parent)
@@ -138,7 +138,8 @@ def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits()
         while pending and violation_at is None:
             state, node, depth = take()
             if limits.max_depth is not None and depth >= limits.max_depth:
-                stop_reason = stop_reason or f"max depth {limits.max_depth}"
+                if next(iter(model.successors(state)), None) is not None:
+                    stop_reason = stop_reason or f"max depth {limits.max_depth}"
                 continue
             for index, (action, nxt) in enumerate(model.successors(state)):
                 generated += 1

@@ -34,6 +34,10 @@ class CheckRun:
     def coverage(self) -> dict:
         return {name: self.result.coverage.get(name, 0) for name in self.action_names}
 
+    # The bound that, at 0, keeps an action from ever firing.
+    ENABLED_BY = {"ControllerFenceBroker": "max_fences", "BrokerHeartbeat": "max_fences",
+                  "BrokerCrash": "max_crashes", "BrokerRestart": "max_crashes", "Produce": "max_records"}
+
     def never_fired(self) -> list:
         return [name for name, n in self.coverage().items() if n == 0]
 

@@ -24,6 +24,7 @@ class UsageProblem(Exception):
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="kafkamc", prog_name="kafkamc")
 def cli():
     """kafkamc: a model checker for Apache Kafka's partition replication protocol."""
 
@@ -92,7 +93,9 @@ def _print_run(run: CheckRun) -> None:
     console.print(f"fingerprint collision probability (optimistic): {r.collision_probability:.1e}")
     console.print("actions fired: " + ", ".join(f"{k} {v:,}" for k, v in sorted(run.coverage().items())))
     for name in run.never_fired():
-        console.print(f"[yellow]warning: action {name} never fired within these bounds[/yellow]")
+        bound = run.ENABLED_BY.get(name)
+        hint = f" ({bound}={getattr(cfg, bound)})" if bound and getattr(cfg, bound) == 0 else ""
+        console.print(f"[yellow]warning: action {name} never fired within these bounds{hint}[/yellow]")
     if r.verdict == "holds":
         console.print(f"[bold green]holds[/bold green]: every invariant ({', '.join(run.invariants)}) "
                       "holds in every reachable state within the bounds")

@@ -96,12 +96,12 @@ class InvariantSuite:
 
     def evaluate_z3(self, name: str, state, prev=None) -> bool:
         """The declared formula's truth value on this state, computed by Z3 itself."""
-        c = self._compiled(name)
+        c = self._compiled(name, prev)
         return z3.is_true(z3.simplify(z3.substitute(c.formula, *self._substitution(state, prev))))
 
     def explain(self, name: str, state, prev=None) -> Explanation:
         """Confirm a violation with Z3 and name the parts that fail, with the values they read."""
-        c = self._compiled(name)
+        c = self._compiled(name, prev)
         subst = self._substitution(state, prev)
         values = self.values(state, prev)
         failed = []
@@ -112,9 +112,11 @@ class InvariantSuite:
             raise Disagreement(f"{name}: the fast evaluator reported a violation that Z3 does not confirm")
         return Explanation(c.inv.name, c.inv.meaning, failed)
 
-    def _compiled(self, name: str) -> _Compiled:
+    def _compiled(self, name: str, prev=None) -> _Compiled:
         for c in self.state_invs + self.action_invs:
             if c.inv.name == name:
+                if c.inv.kind == "action" and prev is None:
+                    raise ValueError(f"{name} is a property of a step: pass the state before it as prev")
                 return c
         raise KeyError(name)
 

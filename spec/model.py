@@ -14,7 +14,7 @@ from kafkamc.spec.state import NO_LEADER, State, initial_state, members
 def observe(state: State) -> State:
     """Update the ghost variables from what the partition's true leader now exposes.
 
-    committed: the true leader's log below its HW, the longest ever seen.
+    committed: the true leader's log below its HW, the longest ever seen (only ever extended).
     hw_seen: the highest HW a consumer could read from the true leader. A leader whose
     HW is still below its own epoch's start offset exposes none (KIP-207).
     """
@@ -25,7 +25,11 @@ def observe(state: State) -> State:
     g = state.ghost
     committed, hw_seen = g.committed, g.hw_seen
     if br.hw > len(committed):
-        committed = tuple(rec for _epoch, rec in br.log[:br.hw])
+        exposed = tuple(rec for _epoch, rec in br.log[:br.hw])
+        # Only an extension of what was committed is new commitment; a different history
+        # is a loss that the invariants report, and must not overwrite the record of it.
+        if exposed[:len(committed)] == committed:
+            committed = exposed
     if br.hw >= br.start and br.hw > hw_seen:
         hw_seen = br.hw
     if committed is g.committed and hw_seen == g.hw_seen:

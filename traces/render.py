@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from rich import box
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
@@ -102,7 +103,8 @@ def health(cfg, state: State) -> list[str]:
 
 def step_panel(cfg, index: int, action, state: State, prev: Optional[State], diff_only: bool = False,
                note: Optional[Text] = None) -> Panel:
-    table = Table(show_edge=False, pad_edge=False, expand=False)
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)
+    diff_only = diff_only and prev is not None    # step 0 has nothing to compare with: show it all
     cols = list(broker_row(state, 1).keys())
     for col in cols:
         table.add_column(col, overflow="fold")
@@ -125,6 +127,8 @@ def step_panel(cfg, index: int, action, state: State, prev: Optional[State], dif
         first = False
         ctl.append(f"{k} ")
         ctl.append(v, style=CHANGED if v != ctl_before[k] and prev is not None else "bold")
+    if first:
+        ctl.append("unchanged", style="dim")
     parts = [table, ctl]
     hl = health(cfg, state)
     parts.append(Text("health: " + (", ".join(hl) if hl else "healthy"), style="dim"))

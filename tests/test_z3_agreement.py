@@ -1,0 +1,169 @@
+"""The compiled evaluators and Z3 agree on states the real model reaches.
+
+The search checks invariants with Python functions generated from the Z3 declarations;
+Z3 itself is only asked to confirm and explain. This test samples states (and transitions)
+reached by a plain BFS over the model in several configurations, safe and unsafe, and
+checks that each compiled function gives the same truth value as Z3 evaluating the declared
+formula. The unsafe configurations reach violating states, so both truth values are covered.
+
+The selection is deterministic: a capped BFS in successor order, then every violating state
+(thinned by a fixed stride when there are many) and an evenly spaced stride over the rest.
+A Z3 evaluation costs about a millisecond, which is what bounds the sample size.
+"""
+from __future__ import annotations
+
+from collections import Counter, deque
+from functools import lru_cache
+
+import pytest
+
+from kafkamc.invariants.suite import InvariantSuite
+from kafkamc.spec.config import Config
+from kafkamc.spec.model import Model
+
+EXPLORE = 6000          # distinct states the BFS visits per configuration (cheap)
+STATES = 500            # states sent to Z3 per configuration
+MAX_BAD = 200           # of which at most this many violating ones
+TRANSITIONS = 200       # (prev, next) pairs sent to Z3 per configuration
+MAX_BAD_TRANSITIONS = 100
+EXPLAIN_PER_INVARIANT = 3   # violating states per invariant that must also be explainable
+
+CONFIGS = {
+    "rf3-minisr2": Config(rf=3, minisr=2),
+    "rf3-minisr1-unclean": Config(rf=3, minisr=1, unclean=True),
+    "rf3-acks1": Config(rf=3, minisr=2, acks="1"),
+    "rf2-minisr1-unclean-fence": Config(rf=2, minisr=1, unclean=True, max_fences=1),
+}
+
+
+def _stride(items: list, k: int) -> list:
+    """k items spread evenly over `items` (all of them when there are at most k)."""
+    if len(items) <= k:
+        return list(items)
+    step = len(items) / k
+    return [items[int(i * step)] for i in range(k)]
+
+
+def _pick(items: list, bad: list[bool], k: int, max_bad: int) -> list:
+    """Every violating item (thinned to max_bad), then a stride over the others up to k."""
+    bad_items = [x for x, b in zip(items, bad) if b]
+    good_items = [x for x, b in zip(items, bad) if not b]
+    chosen = _stride(bad_items, max_bad)
+    return chosen + _stride(good_items, k - len(chosen))
+
+
+class Sample:
+    def __init__(self, cfg: Config):
+        self.cfg = cfg
+        self.model = Model(cfg)
+        self.suite = InvariantSuite(cfg)
+        states, transitions = self._bfs()
+        self.explored = len(states)
+        check = self.suite.check_state
+        step_ok = self.suite.action_invs[0].fn
+        self.states = _pick(states, [check(s) is not None for s in states], STATES, MAX_BAD)
+        self.transitions = _pick(transitions, [not step_ok(p, n) for p, n in transitions],
+                                 TRANSITIONS, MAX_BAD_TRANSITIONS)
+
+    def _bfs(self):
+        """Plain BFS in successor order over model fingerprints, capped at EXPLORE states.
+        Every generated transition is kept, including those into already visited states."""
+        m = self.model
+        seen, states, transitions = set(), [], []
+        queue = deque()
+        for s in m.initial_states():
+            fp = m.fingerprint(s)
+            if fp not in seen:
+                seen.add(fp)
+                states.append(s)
+                queue.append(s)
+        while queue and len(states) < EXPLORE:
+            s = queue.popleft()
+            for _action, nxt in m.successors(s):
+                transitions.append((s, nxt))
+                fp = m.fingerprint(nxt)
+                if fp in seen:
+                    continue
+                seen.add(fp)
+                states.append(nxt)
+                queue.append(nxt)
+                if len(states) >= EXPLORE:
+                    break
+        return states, transitions
+
+
+@lru_cache(maxsize=None)
+def sample(key: str) -> Sample:
+    return Sample(CONFIGS[key])
+
+
+@pytest.mark.parametrize("key", list(CONFIGS))
+def test_compiled_state_invariants_agree_with_z3(key):
+    smp = sample(key)
+    suite = smp.suite
+    assert len(smp.states) == min(STATES, smp.explored)
+    violations: Counter = Counter()
+    examples: dict[str, list] = {}
+    for i, state in enumerate(smp.states):
+        for c in suite.state_invs:
+            name = c.inv.name
+            fast = c.fn(state)
+            assert isinstance(fast, bool), (name, i)
+            z3_says = suite.evaluate_z3(name, state)
+            assert fast == z3_says, f"{key}: {name} compiled={fast} z3={z3_says} on sampled state {i}: {state}"
+            if not fast:
+                violations[name] += 1
+                examples.setdefault(name, []).append(state)
+    # A violating state must also be explainable: Z3 finds at least one false part.
+    for name, bad in examples.items():
+        for state in _stride(bad, EXPLAIN_PER_INVARIANT):
+            assert suite.explain(name, state).parts
+    if key == "rf3-minisr2":
+        # The safe configuration: nothing is violated in what the BFS reached.
+        assert not violations
+    elif key == "rf3-acks1":
+        assert violations["AckedWriteDurability"] > 0
+    else:
+        assert violations["NoCommittedDataLoss"] > 0
+    if key == "rf2-minisr1-unclean-fence":
+        for name in ("LeaderCompleteness", "AckedWriteDurability", "NoSplitBrain"):
+            assert violations[name] > 0, name
+
+
+@pytest.mark.parametrize("key", list(CONFIGS))
+def test_compiled_action_invariant_agrees_with_z3(key):
+    smp = sample(key)
+    suite = smp.suite
+    assert len(suite.action_invs) == 1
+    c = suite.action_invs[0]
+    name = c.inv.name
+    assert name == "HighWatermarkMonotonic"
+    violated = 0
+    for i, (prev, nxt) in enumerate(smp.transitions):
+        fast = c.fn(prev, nxt)
+        assert isinstance(fast, bool)
+        z3_says = suite.evaluate_z3(name, nxt, prev)
+        assert fast == z3_says, f"{key}: {name} compiled={fast} z3={z3_says} on transition {i}: {prev} -> {nxt}"
+        assert (suite.check_step(prev, nxt) == name) == (not fast)
+        violated += not fast
+    if key == "rf2-minisr1-unclean-fence":
+        assert violated > 0
+
+
+def test_sample_is_large_and_not_vacuous():
+    total_states = sum(len(sample(k).states) for k in CONFIGS)
+    total_transitions = sum(len(sample(k).transitions) for k in CONFIGS)
+    assert total_states >= 2000
+    assert total_transitions >= 800
+    violating = sum(1 for k in CONFIGS for s in sample(k).states if sample(k).suite.check_state(s))
+    assert violating > 0
+    bad_steps = sum(1 for k in CONFIGS for p, n in sample(k).transitions
+                    if sample(k).suite.check_step(p, n))
+    assert bad_steps > 0
+
+
+def test_sample_is_deterministic():
+    """The same configuration gives the same sample in the same order."""
+    key = "rf2-minisr1-unclean-fence"
+    again = Sample(CONFIGS[key])
+    assert [s.key() for s in again.states] == [s.key() for s in sample(key).states]
