@@ -79,11 +79,9 @@ def run_check(cfg: Config, strategy: str = "bfs", limits: Limits = Limits(), inv
     if result.violation is not None:
         v = result.violation
         last = v.trace[-1][1]
-        prev = v.trace[-2][1] if v.kind == "action" else None
-        explanation = suite.explain(v.invariant, last, prev).to_dict()
-        also = [n for n in suite.all_violated(last, v.trace[-2][1] if len(v.trace) > 1 else None)
-                if n != v.invariant]
-        explanation["also_violated"] = also
+        before = v.trace[-2][1] if len(v.trace) > 1 else None
+        explanation = suite.explain(v.invariant, last, before if v.kind == "action" else None).to_dict()
+        explanation["also_violated"] = [n for n in suite.all_violated(last, before) if n != v.invariant]
         run.trace = Trace(cfg, v.trace, v.invariant, v.kind, explanation)
         if trace_out:
             run.trace_file = str(run.trace.save(Path(trace_out)))

@@ -140,16 +140,15 @@ def trace_show(file, only_step, diff_only):
 def trace_replay(file):
     """Re-execute a saved trace against the model; exit 0 when it is a real path."""
     t = load(file)
+    if t.invariant is None:
+        click.echo(f"replayed {t.length} steps: a real path of the model")
+        return EXIT_HOLDS
     from kafkamc.invariants.suite import InvariantSuite
-    what = ""
-    if t.invariant is not None:
-        suite = InvariantSuite(t.config, [t.invariant])
-        last = t.steps[-1][1]
-        prev = t.steps[-2][1] if len(t.steps) > 1 else None
-        bad = suite.check_state(last) or (suite.check_step(prev, last) if prev is not None else None)
-        what = f"; {t.invariant} is violated at its last step" if bad else f"; but {t.invariant} holds at its end"
-    click.echo(f"replayed {t.length} steps: a real path of the model{what}")
-    return EXIT_HOLDS if t.invariant is None or what.startswith("; " + t.invariant) else EXIT_VIOLATED
+    prev = t.steps[-2][1] if len(t.steps) > 1 else None
+    broken = t.invariant in InvariantSuite(t.config, [t.invariant]).all_violated(t.steps[-1][1], prev)
+    verdict = "is violated at its last step" if broken else "holds at its end, unlike what the file says"
+    click.echo(f"replayed {t.length} steps: a real path of the model; {t.invariant} {verdict}")
+    return EXIT_HOLDS if broken else EXIT_VIOLATED
 
 
 @cli.command()
