@@ -56,10 +56,10 @@ def acked_durability(cfg: Config, V: View) -> Parts:
 
 
 def hw_monotonic(cfg: Config, P: View, V: View) -> Parts:
-    # A leader below its own epoch's start offset exposes no HW (KIP-207), so it is exempt.
+    # A leader that exposes no HW (KIP-207: below its own epoch's start offset) is exempt.
     return [
         (f"HW exposed by leader {b} is not below the HW consumers saw before",
-         z3.Implies(z3.And(V.true_leader_is(b), V.hw[b] >= V.start[b]), V.hw[b] >= P.hw_seen))
+         z3.Implies(z3.And(V.true_leader_is(b), V.exposed[b] >= 0), V.exposed[b] >= P.hw_seen))
         for b in cfg.brokers
     ]
 
@@ -102,10 +102,24 @@ def well_formed(cfg: Config, V: View) -> Parts:
             for j in range(i + 1, R):
                 parts.append((f"log[{b}] holds a record once (offsets {i}, {j})",
                               z3.Implies(V.log[b][i] != 0, V.log[b][i] != V.log[b][j])))
+    elr = cfg.rule("elr") == "on"
+    for b in cfg.brokers:
+        parts.append((f"broker {b} is not in the ISR and the ELR at once", z3.Not(z3.And(V.in_isr[b], V.in_elr[b]))))
+        if not elr:
+            parts.append((f"broker {b} is in no ELR with ELR off", z3.Not(V.in_elr[b])))
+        # A fenced broker leaves the ISR; only without ELR does the last member stay.
+        others = z3.Or([V.in_isr[o] for o in cfg.brokers if o != b]) if cfg.rf > 1 else z3.BoolVal(False)
+        fenced_ok = z3.Not(others) if not elr else z3.BoolVal(False)
+        parts.append((f"fenced broker {b} is not in the ISR" + ("" if elr else " unless it is the last member"),
+                      z3.Implies(z3.And(V.in_isr[b], z3.Not(V.registered[b])), fenced_ok)))
+        parts.append((f"dead broker {b} is fenced", z3.Implies(z3.Not(V.alive[b]), z3.Not(V.registered[b]))))
     parts.append(("the controller's leader is in the ISR",
                   z3.Or(V.c_leader == 0, z3.Or([z3.And(V.c_leader == b, V.in_isr[b]) for b in cfg.brokers]))))
-    parts.append(("the ISR is not empty", z3.Or([V.in_isr[b] for b in cfg.brokers])))
-    parts.append(("consumers never saw an HW above what was committed", V.hw_seen <= V.committed_len))
+    if not elr:
+        parts.append(("the ISR is not empty", z3.Or([V.in_isr[b] for b in cfg.brokers])))
+    for b, o in combinations(cfg.brokers, 2):
+        parts.append((f"a RECOVERING partition has at most one ISR member ({b}, {o})",
+                      z3.Implies(V.c_recovering, z3.Not(z3.And(V.in_isr[b], V.in_isr[o])))))
     return parts
 
 

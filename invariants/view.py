@@ -32,8 +32,11 @@ class View:
         self.prelude = [f"{n}_c = {n}.controller", f"{n}_g = {n}.ghost"]
         self.c_leader = self._int("c_leader", f"{n}_c.leader")
         self.c_epoch = self._int("c_epoch", f"{n}_c.epoch")
+        self.c_recovering = self._bool("c_recovering", f"{n}_c.recovering")
         self.alive, self.leads, self.epoch, self.hw, self.leo = {}, {}, {}, {}, {}
         self.start, self.in_isr, self.log, self.logep = {}, {}, {}, {}
+        self.in_elr, self.registered, self.exposed = {}, {}, {}
+        kip207 = cfg.rule("consumer_hw") == "kip207"
         for b in cfg.brokers:
             br = f"{n}_b{b}"
             self.prelude.append(f"{br} = {n}.brokers[{b - 1}]")
@@ -44,6 +47,11 @@ class View:
             self.leo[b] = self._int(f"leo[{b}]", f"len({br}.log)")
             self.start[b] = self._int(f"start[{b}]", f"{br}.start")
             self.in_isr[b] = self._bool(f"in_isr[{b}]", f"bool({n}_c.isr & {1 << (b - 1)})")
+            self.in_elr[b] = self._bool(f"in_elr[{b}]", f"bool({n}_c.elr & {1 << (b - 1)})")
+            self.registered[b] = self._bool(f"registered[{b}]", f"bool({n}_c.registered & {1 << (b - 1)})")
+            # The HW consumers can read from b (spec.model.consumer_hw), -1 for none.
+            self.exposed[b] = self._int(f"exposed_hw[{b}]", f"(-1 if {br}.hw < {br}.start else {br}.hw)"
+                                        if kip207 else f"{br}.hw")
             self.log[b] = [self._int(f"log[{b}][{i}]", f"({br}.log[{i}][1] if len({br}.log) > {i} else 0)")
                            for i in range(R)]
             self.logep[b] = [self._int(f"logep[{b}][{i}]", f"({br}.log[{i}][0] if len({br}.log) > {i} else 0)")

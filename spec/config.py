@@ -1,14 +1,16 @@
 """The configuration of one model: the Kafka settings under test and the search bounds."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
+
+from kafkamc.spec.protocol import Protocol, ProtocolError
 
 
 class ConfigError(ValueError):
     """A configuration that does not describe a valid partition; the CLI turns it into exit 2."""
 
 
-ACKS = ("all", "1")
+ACKS = ("all", "1", "0")
 
 
 @dataclass(frozen=True)
@@ -16,12 +18,13 @@ class Config:
     # Kafka settings
     rf: int = 3                  # replication.factor: brokers 1..rf all host the partition
     minisr: int = 2              # min.insync.replicas
-    acks: str = "all"            # producer acks: "all" (-1) or "1"
+    acks: str = "all"            # producer acks: "all" (-1), "1" or "0"
     unclean: bool = False        # unclean.leader.election.enable
+    protocol: Protocol = field(default_factory=Protocol)   # the rules of one Kafka era
     # Bounds: each is a budget the search may spend, not a requirement.
     max_records: int = 2         # produce requests that may be appended
-    max_crashes: int = 1         # clean crashes (the log survives whole)
-    max_unclean_crashes: int = 0  # crashes that lose the unflushed tail of the log
+    max_crashes: int = 0         # clean shutdowns (the log survives whole)
+    max_unclean_crashes: int = 1  # crashes that lose the unflushed tail of the log
     max_fences: int = 0          # controller fences a live broker that missed heartbeats
     max_isr_shrinks: int = 2     # AlterPartition requests that remove a lagging follower
 
@@ -31,14 +34,19 @@ class Config:
 
     @property
     def effective_minisr(self) -> int:
-        # Kafka caps min.insync.replicas at the replication factor.
+        # Kafka caps min.insync.replicas at the replication factor (Partition.effectiveMinIsr).
         return min(self.minisr, self.rf)
+
+    def rule(self, name: str) -> str:
+        return getattr(self.protocol, name)
 
     def bounds(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name.startswith("max_")}
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d["protocol"] = self.protocol.to_dict()
+        return d
 
     @staticmethod
     def from_dict(data: dict) -> "Config":
@@ -46,6 +54,12 @@ class Config:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(f"unknown configuration key(s): {', '.join(unknown)}")
+        data = dict(data)
+        if isinstance(data.get("protocol"), dict):
+            try:
+                data["protocol"] = Protocol().with_rules(**data["protocol"])
+            except ProtocolError as e:
+                raise ConfigError(str(e)) from None
         return Config(**data).validated()
 
     def validated(self) -> "Config":
@@ -55,14 +69,18 @@ class Config:
             raise ConfigError(f"--rf {self.rf} is beyond what an explicit-state search can cover; use at most 5")
         if self.minisr < 1:
             raise ConfigError(f"--minisr must be at least 1 (got {self.minisr})")
-        if self.minisr > self.rf:
-            raise ConfigError(f"--minisr {self.minisr} exceeds --rf {self.rf}: every acks=all write would be rejected")
+        if self.minisr > 5:
+            raise ConfigError(f"--minisr {self.minisr} is larger than any replication factor this model covers")
         if self.acks not in ACKS:
             raise ConfigError(f"--acks must be one of {', '.join(ACKS)} (got {self.acks!r})")
         for name, value in self.bounds().items():
             if value < 0:
                 flag = "--" + name.replace("_", "-")
                 raise ConfigError(f"{flag} must not be negative (got {value})")
+        try:
+            self.protocol.validated()
+        except ProtocolError as e:
+            raise ConfigError(str(e)) from None
         if self.max_records > 6:
             raise ConfigError(f"--max-records {self.max_records} is too large for this model; use at most 6")
         return self

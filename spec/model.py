@@ -7,16 +7,27 @@ from dataclasses import replace
 from typing import Iterator
 
 from kafkamc.spec import actions as A
+from kafkamc.spec import isr, lifecycle, replication
 from kafkamc.spec.config import Config
-from kafkamc.spec.state import NO_LEADER, State, initial_state, members
+from kafkamc.spec.state import NO_LEADER, Broker, State, initial_state, members
 
 
-def observe(state: State) -> State:
+def consumer_hw(cfg: Config, br: Broker) -> int:
+    """The HW a consumer can read from this leader, or -1 when it exposes none.
+
+    Under KIP-207 a new leader answers OFFSET_NOT_AVAILABLE until its HW has reached the
+    start offset of its own epoch; before it, whatever HW the leader had was exposed.
+    """
+    if cfg.rule("consumer_hw") == "kip207" and br.hw < br.start:
+        return -1
+    return br.hw
+
+
+def observe(cfg: Config, state: State) -> State:
     """Update the ghost variables from what the partition's true leader now exposes.
 
     committed: the true leader's log below its HW, the longest ever seen (only ever extended).
-    hw_seen: the highest HW a consumer could read from the true leader. A leader whose
-    HW is still below its own epoch's start offset exposes none (KIP-207).
+    hw_seen: the highest HW a consumer could read from the true leader (consumer_hw).
     """
     t = state.true_leader()
     if t == NO_LEADER:
@@ -30,8 +41,9 @@ def observe(state: State) -> State:
         # is a loss that the invariants report, and must not overwrite the record of it.
         if exposed[:len(committed)] == committed:
             committed = exposed
-    if br.hw >= br.start and br.hw > hw_seen:
-        hw_seen = br.hw
+    exposed = consumer_hw(cfg, br)
+    if exposed > hw_seen:
+        hw_seen = exposed
     if committed is g.committed and hw_seen == g.hw_seen:
         return state
     return replace(state, ghost=replace(g, committed=committed, hw_seen=hw_seen))
@@ -60,25 +72,31 @@ def candidate_actions(cfg: Config, state: State) -> Iterator:
             if br.alter is not None:
                 yield A.HandleAlterPartitionResponse(b)
         elif br.leader != NO_LEADER:
-            yield A.Fetch(b, br.leader)
+            if br.truncating:
+                yield A.OffsetsForLeaderEpoch(b, br.leader)
+            else:
+                yield A.Fetch(b, br.leader)
+            yield A.ReplicaStall(b)
         yield A.MetadataUpdate(b)
         yield A.BrokerCrash(b)
-        for keep in range(br.leo):
+        for keep in range(br.leo + 1):
             yield A.BrokerCrash(b, keep)
         yield A.ControllerFenceBroker(b)
         yield A.BrokerHeartbeat(b)
 
 
 STEPS = {
-    A.Produce: A.produce,
-    A.Fetch: A.fetch,
-    A.AlterPartition: A.alter_partition,
-    A.HandleAlterPartitionResponse: A.handle_alter_partition_response,
-    A.MetadataUpdate: A.metadata_update,
-    A.BrokerCrash: A.broker_crash,
-    A.BrokerRestart: A.broker_restart,
-    A.ControllerFenceBroker: A.controller_fence_broker,
-    A.BrokerHeartbeat: A.broker_heartbeat,
+    A.Produce: replication.produce,
+    A.Fetch: replication.fetch,
+    A.OffsetsForLeaderEpoch: replication.offsets_for_leader_epoch,
+    A.ReplicaStall: replication.replica_stall,
+    A.AlterPartition: isr.alter_partition,
+    A.HandleAlterPartitionResponse: isr.handle_alter_partition_response,
+    A.MetadataUpdate: lifecycle.metadata_update,
+    A.BrokerCrash: lifecycle.broker_crash,
+    A.BrokerRestart: lifecycle.broker_restart,
+    A.ControllerFenceBroker: lifecycle.controller_fence_broker,
+    A.BrokerHeartbeat: lifecycle.broker_heartbeat,
 }
 
 
@@ -89,7 +107,7 @@ def step(cfg: Config, state: State, action) -> list[State]:
         return []
     if isinstance(out, State):
         out = [out]
-    return [observe(s) for s in out]
+    return [observe(cfg, s) for s in out]
 
 
 def encode(state: State) -> bytes:

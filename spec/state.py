@@ -62,9 +62,12 @@ class Controller:
     isr: int                 # bitmask
     registered: int          # bitmask of unfenced brokers
     bepochs: tuple           # broker epoch per broker (index b - 1)
+    elr: int = 0             # eligible leader replicas (KIP-966), bitmask
+    lastelr: int = 0         # last-known ELR: ELR members kept for recovery once the ELR empties
+    recovering: bool = False  # LeaderRecoveryState RECOVERING after an unclean election (KIP-704)
 
     def meta(self) -> tuple:
-        """What brokers learn from the metadata log about this partition."""
+        """What a leader learns from the metadata log about its partition."""
         return (self.leader, self.epoch, self.pepoch, self.isr)
 
 
@@ -85,10 +88,16 @@ class Broker:
     # Leader-only state (reset when the broker is not leader).
     start: int = 0           # start offset of this leader's epoch
     views: tuple = ()        # follower LEO as learned from fetch requests, UNKNOWN until then
+    vbepochs: tuple = ()     # follower broker epoch sent with its last fetch (KIP-903)
     pending: int = 0         # ISR proposed in an AlterPartition still in flight (0 = none)
     purgatory: tuple = ()    # acks=all produce requests waiting: ((offset, record id), ...)
     # The AlterPartition response in flight to this leader (Kafka keeps one outstanding).
     alter: Optional[AlterPartitionResponse] = None
+    # Follower-only state.
+    truncating: bool = False  # must ask OffsetsForLeaderEpoch before fetching (KIP-101 rules)
+    stalled: bool = False     # stuck or slow: has not fetched for replica.lag.time.max.ms
+    # Process state kept across a crash.
+    clean: bool = True        # the last shutdown was clean (Kafka checks this at re-registration)
 
     @property
     def leo(self) -> int:
@@ -127,10 +136,11 @@ class State:
         """The state as nested tuples of ints, bools and strings: what identity is computed from."""
         c, g, u = self.controller, self.ghost, self.budget
         return (
-            (c.leader, c.epoch, c.pepoch, c.isr, c.registered, c.bepochs),
+            (c.leader, c.epoch, c.pepoch, c.isr, c.registered, c.bepochs, c.elr, c.lastelr, c.recovering),
             tuple((b.alive, b.bepoch, b.leader, b.epoch, b.pepoch, b.isr, b.log, b.cache, b.hw,
-                   b.start, b.views, b.pending, b.purgatory,
-                   b.alter and (b.alter.epoch, b.alter.ok, b.alter.isr, b.alter.pepoch, b.alter.error))
+                   b.start, b.views, b.vbepochs, b.pending, b.purgatory,
+                   b.alter and (b.alter.epoch, b.alter.ok, b.alter.isr, b.alter.pepoch, b.alter.error),
+                   b.truncating, b.stalled, b.clean)
                   for b in self.brokers),
             (g.acked, g.committed, g.hw_seen),
             (u.records, u.crashes, u.unclean, u.fences, u.shrinks),
@@ -168,6 +178,7 @@ def initial_state(rf: int) -> State:
     for b in range(1, rf + 1):
         br = Broker(leader=1, epoch=1)
         if b == 1:
-            br = Broker(leader=1, epoch=1, pepoch=1, isr=everyone, cache=((1, 0),), views=(UNKNOWN,) * rf)
+            br = Broker(leader=1, epoch=1, pepoch=1, isr=everyone, cache=((1, 0),), views=(UNKNOWN,) * rf,
+                        vbepochs=(0,) * rf)
         brokers.append(br)
     return State(c, tuple(brokers))

@@ -1,0 +1,127 @@
+"""The controller's decisions: partition changes, leader election, ELR, fencing, AlterPartition.
+
+Every change to a partition goes through `partition_change`, as every change in KRaft goes
+through one PartitionChangeBuilder: it maintains the ELR, elects when the partition has no
+leader and bumps the partition epoch once when anything moved.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kafkamc.spec.config import Config
+from kafkamc.spec.state import NO_LEADER, AlterPartitionResponse, Controller, State, bit, members, size
+
+
+def maintain_elr(cfg: Config, before: Controller, c: Controller) -> Controller:
+    """KIP-966: members that leave an ISR below min ISR become eligible leader replicas.
+
+    They hold everything up to the HW, which cannot advance below min ISR. Once the ISR is
+    back at min ISR the ELR is cleared; a member back in the ISR is no longer in the ELR.
+    The first time the ISR empties, its last member (the last known leader) is remembered.
+    """
+    if cfg.rule("elr") != "on":
+        return c
+    if size(c.isr) >= cfg.effective_minisr:
+        return replace(c, elr=0, lastelr=0)
+    lastelr = before.isr if before.isr and not c.isr else c.lastelr
+    return replace(c, elr=(c.elr | before.isr) & ~c.isr, lastelr=lastelr)
+
+
+def elect(cfg: Config, c: Controller) -> list[Controller]:
+    """Elect a leader for a leaderless partition; several results for unclean choices.
+
+    Order (electAnyLeader): the first registered ISR member in assignment order; with ELR
+    on and the ISR empty, the first registered ELR member, which becomes the ISR alone;
+    then the last known leader if registered; then, if unclean election is on, any
+    registered replica. The last two may lack committed records: the partition is
+    RECOVERING until its leader expands the ISR.
+    """
+    if c.leader != NO_LEADER:
+        return [c]
+    clean = [b for b in members(c.isr) if c.registered & bit(b)]
+    if clean:
+        return [replace(c, leader=clean[0], epoch=c.epoch + 1)]
+    if not c.isr:
+        eligible = [b for b in members(c.elr) if c.registered & bit(b)]
+        if eligible:
+            b = eligible[0]
+            return [replace(c, leader=b, epoch=c.epoch + 1, isr=bit(b), elr=c.elr & ~bit(b))]
+        if c.lastelr & c.registered:
+            b = members(c.lastelr)[0]
+            return [replace(c, leader=b, epoch=c.epoch + 1, isr=bit(b), recovering=True)]
+    if cfg.unclean:
+        return [replace(c, leader=b, epoch=c.epoch + 1, isr=bit(b), elr=0, lastelr=0, recovering=True)
+                for b in members(c.registered)]
+    return [c]               # offline: no eligible leader
+
+
+def partition_change(cfg: Config, state: State, c: Controller) -> list[State]:
+    """Apply a controller change, keep the ELR, elect if leaderless, bump the partition epoch once."""
+    before = state.controller
+    c = maintain_elr(cfg, before, c)
+    out = []
+    for nc in elect(cfg, c):
+        if nc.leader != NO_LEADER and nc.lastelr:
+            nc = replace(nc, lastelr=0)          # a led partition needs no last known leader
+        if (nc.leader, nc.epoch, nc.isr, nc.elr, nc.lastelr, nc.recovering) != \
+                (before.leader, before.epoch, before.isr, before.elr, before.lastelr, before.recovering):
+            nc = replace(nc, pepoch=before.pepoch + 1)
+        out.append(replace(state, controller=nc))
+    return out
+
+
+def fence(cfg: Config, state: State, b: int) -> list[State]:
+    """Unregister b and drop it from the ISR, then re-elect if it led.
+
+    Without ELR the last ISR member stays in the ISR even when fenced (Kafka never
+    empties the ISR); with ELR it leaves the ISR for the ELR like any other member.
+    """
+    c = state.controller
+    isr = c.isr & ~bit(b)
+    if not isr and cfg.rule("elr") != "on":
+        isr = c.isr
+    leader = NO_LEADER if c.leader == b else c.leader
+    return partition_change(cfg, state, replace(c, registered=c.registered & ~bit(b), isr=isr, leader=leader))
+
+
+def register(cfg: Config, state: State, b: int, clean_shutdown: bool) -> list[State]:
+    """A broker registers with a new broker epoch and is unfenced.
+
+    A broker whose previous life ended in an unclean shutdown may have lost records below
+    the HW: with ELR on, the controller drops it from the ISR and the ELR (KAFKA-15586).
+    It may still be the last known leader.
+    """
+    c = state.controller
+    bepochs = list(c.bepochs)
+    bepochs[b - 1] += 1
+    c = replace(c, registered=c.registered | bit(b), bepochs=tuple(bepochs))
+    if not clean_shutdown and cfg.rule("elr") == "on":
+        c = replace(c, isr=c.isr & ~bit(b), elr=c.elr & ~bit(b))
+    return partition_change(cfg, state, c)
+
+
+def unfence(cfg: Config, state: State, b: int) -> list[State]:
+    c = state.controller
+    return partition_change(cfg, state, replace(c, registered=c.registered | bit(b)))
+
+
+def handle_alter_partition(cfg: Config, state: State, epoch: int, pepoch: int, proposed: int,
+                           added_bepoch: int) -> tuple[State, AlterPartitionResponse]:
+    """The controller validates an AlterPartition request and commits it or says why not.
+
+    The leader marks itself RECOVERED as soon as it leads (KIP-704 as shipped), so every
+    request carries RECOVERED and the partition recovers with the first accepted change.
+    """
+    c = state.controller
+    added = proposed & ~c.isr
+    if epoch != c.epoch:
+        return state, AlterPartitionResponse(epoch, False, 0, 0, "FENCED_LEADER_EPOCH")
+    if pepoch != c.pepoch:
+        return state, AlterPartitionResponse(epoch, False, 0, 0, "INVALID_UPDATE_VERSION")
+    if added and not c.registered & added:
+        return state, AlterPartitionResponse(epoch, False, 0, 0, "INELIGIBLE_REPLICA")
+    if added and cfg.rule("isr_join_broker_epoch") == "checked" and c.bepochs[members(added)[0] - 1] != added_bepoch:
+        return state, AlterPartitionResponse(epoch, False, 0, 0, "STALE_BROKER_EPOCH")
+    nxt = partition_change(cfg, state, replace(c, isr=proposed, recovering=False))[0]  # leader stays: one outcome
+    after = nxt.controller
+    return nxt, AlterPartitionResponse(epoch, True, after.isr, after.pepoch)

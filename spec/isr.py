@@ -1,0 +1,77 @@
+"""ISR changes on the leader's side: the AlterPartition request and its response."""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
+
+from kafkamc.spec.actions import AlterPartition, HandleAlterPartitionResponse
+from kafkamc.spec.config import Config
+from kafkamc.spec.controller import handle_alter_partition
+from kafkamc.spec.replication import advance_leader_hw
+from kafkamc.spec.state import Broker, State, bit, members, size
+
+LAG_MAX_MESSAGES = 1   # replica.lag.max.messages in the model: more than one record behind is out
+
+
+def may_drop(cfg: Config, state: State, br: Broker, f: int) -> bool:
+    """Whether the leader considers follower f out of sync (the isr_lag rule)."""
+    view = br.views[f - 1]
+    if view >= br.leo:
+        return False
+    stuck = state.broker(f).stalled    # no fetch for replica.lag.time.max.ms
+    if cfg.rule("isr_lag") == "messages":
+        return stuck or br.leo - view > LAG_MAX_MESSAGES
+    return stuck
+
+
+def may_join(cfg: Config, br: Broker, f: int) -> bool:
+    """Whether follower f has caught up enough to rejoin the ISR (the isr_join rule)."""
+    view = br.views[f - 1]
+    if cfg.rule("isr_join") == "hw_and_epoch_start":
+        return view >= br.hw and view >= br.start
+    return view >= br.hw
+
+
+def alter_partition(cfg: Config, state: State, a: AlterPartition) -> Optional[State]:
+    """The leader proposes adding or removing one follower."""
+    b = a.leader
+    br = state.broker(b)
+    if not state.leads(b) or br.pending or br.alter is not None:
+        return None
+    proposed = 0
+    for m in a.isr:
+        proposed |= bit(m)
+    removed, added = br.isr & ~proposed, proposed & ~br.isr
+    if proposed & bit(b) == 0 or size(removed) + size(added) != 1:
+        return None
+    budget = state.budget
+    added_bepoch = 0
+    if removed:
+        if not may_drop(cfg, state, br, members(removed)[0]) or budget.shrinks >= cfg.max_isr_shrinks:
+            return None
+        budget = replace(budget, shrinks=budget.shrinks + 1)
+    elif added:
+        f = members(added)[0]
+        if not may_join(cfg, br, f):
+            return None
+        added_bepoch = br.vbepochs[f - 1]
+    state, resp = handle_alter_partition(cfg, state, br.epoch, br.pepoch, proposed, added_bepoch)
+    nxt = replace(state.with_broker(b, replace(br, pending=proposed, alter=resp)), budget=budget)
+    if cfg.rule("isr_update") == "zookeeper":
+        # The leader wrote the ISR itself (a conditional ZooKeeper write): no window in flight.
+        return handle_alter_partition_response(cfg, nxt, HandleAlterPartitionResponse(b))
+    return nxt
+
+
+def handle_alter_partition_response(cfg: Config, state: State, a: HandleAlterPartitionResponse) -> Optional[State]:
+    """The leader commits the change it proposed, or rolls back to the ISR it last committed."""
+    b = a.leader
+    br = state.broker(b)
+    resp = br.alter
+    if not br.alive or resp is None:
+        return None
+    br = replace(br, alter=None, pending=0)
+    if resp.ok and br.leader == b and resp.epoch == br.epoch and resp.pepoch > br.pepoch:
+        br = replace(br, isr=resp.isr, pepoch=resp.pepoch)
+    nxt = state.with_broker(b, br)
+    return advance_leader_hw(cfg, nxt, b) if br.leader == b else nxt

@@ -1,0 +1,155 @@
+"""Protocol rules that changed in Kafka's history, as named settings, and era presets.
+
+Each rule has an ordered list of behaviours, oldest first; the step functions read the
+rule by name, so an old behaviour is a value of the configuration, never commented code.
+A preset fixes every rule as of one Kafka release.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+
+
+class ProtocolError(ValueError):
+    """An unknown preset, rule or rule value; the CLI turns it into exit 2."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    values: tuple          # behaviours, oldest first
+    meaning: str
+    changes: tuple         # (value, first release with it, KIP or JIRA), one per newer value
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("isr_lag", ("messages", "time"),
+         "when a leader may drop a follower from the ISR: more than replica.lag.max.messages "
+         "behind (1 in the model), or only after it was stuck or slow for replica.lag.time.max.ms",
+         (("time", "0.9.0", "KAFKA-1546"),)),
+    Rule("truncation", ("hw", "leader_epoch", "leader_epoch_kip279", "diverging_epoch"),
+         "how a follower finds where its log diverges from the leader's: truncate to its own HW "
+         "on becoming follower; ask OffsetsForLeaderEpoch once; ask until the epochs agree; "
+         "or learn the diverging epoch from every fetch response",
+         (("leader_epoch", "0.11.0", "KIP-101"), ("leader_epoch_kip279", "2.0.0", "KIP-279"),
+          ("diverging_epoch", "2.8.0", "KAFKA-10554"))),
+    Rule("fetch_fencing", ("none", "current_leader_epoch"),
+         "whether Fetch and OffsetsForLeaderEpoch carry the follower's current leader epoch, "
+         "so that a leader rejects requests from another epoch",
+         (("current_leader_epoch", "2.1.0", "KIP-320"),)),
+    Rule("isr_join", ("hw", "hw_and_epoch_start"),
+         "what a follower must reach to rejoin the ISR: the leader's HW, or also the start "
+         "offset of the leader's current epoch",
+         (("hw_and_epoch_start", "2.0.1", "KAFKA-7128"),)),
+    Rule("isr_update", ("zookeeper", "alter_partition"),
+         "how a leader changes the ISR: writes it itself in one step (ZooKeeper), or sends "
+         "AlterPartition to the controller and waits for the answer",
+         (("alter_partition", "2.7.0", "KIP-497"),)),
+    Rule("hw_pending_isr", ("committed", "maximal"),
+         "which ISR the HW is computed over while an AlterPartition is in flight: the last "
+         "committed one, or the maximal one (committed plus proposed additions)",
+         (("maximal", "2.7.0", "KIP-497"),)),
+    Rule("hw_min_isr", ("any", "min_isr"),
+         "whether the leader advances the HW with an ISR below min.insync.replicas",
+         (("min_isr", "3.7.0", "KAFKA-15583"),)),
+    Rule("isr_join_broker_epoch", ("unchecked", "checked"),
+         "whether the controller rejects an ISR addition whose broker epoch (learned from the "
+         "follower's fetch) is not the broker's current registration",
+         (("checked", "3.5.0", "KIP-903"),)),
+    Rule("consumer_hw", ("leader_hw", "kip207"),
+         "the HW a consumer can read from a leader: any, or none until the leader's HW has "
+         "reached the start offset of its epoch",
+         (("kip207", "2.2.0", "KIP-207"),)),
+    Rule("elr", ("off", "on"),
+         "eligible leader replicas: members that leave an ISR below min.insync.replicas stay "
+         "electable, ahead of unclean election",
+         (("on", "4.1.0", "KIP-966"),)),
+)
+
+RULE_NAMES = tuple(r.name for r in RULES)
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One value per rule; the default is the newest behaviour of each."""
+    isr_lag: str = "time"
+    truncation: str = "diverging_epoch"
+    fetch_fencing: str = "current_leader_epoch"
+    isr_join: str = "hw_and_epoch_start"
+    isr_update: str = "alter_partition"
+    hw_pending_isr: str = "maximal"
+    hw_min_isr: str = "min_isr"
+    isr_join_broker_epoch: str = "checked"
+    consumer_hw: str = "kip207"
+    elr: str = "on"
+
+    def validated(self) -> "Protocol":
+        for r in RULES:
+            v = getattr(self, r.name)
+            if v not in r.values:
+                raise ProtocolError(f"rule {r.name} has no behaviour {v!r}; choose one of {', '.join(r.values)}")
+        return self
+
+    def with_rules(self, **overrides: str) -> "Protocol":
+        for name in overrides:
+            if name not in RULE_NAMES:
+                raise ProtocolError(f"unknown protocol rule {name!r}; rules: {', '.join(RULE_NAMES)}")
+        return replace(self, **overrides).validated()
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def era(self) -> str:
+        """The preset this protocol equals, or 'custom'."""
+        for name, p in PRESETS.items():
+            if p == self:
+                return name
+        return "custom"
+
+    def differences(self, other: "Protocol") -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != getattr(other, f.name)}
+
+
+def _release_key(release: str) -> tuple:
+    return tuple(int(x) for x in release.split("."))
+
+
+def as_of(release: str) -> Protocol:
+    """Every rule as it behaved in the given Kafka release."""
+    values = {}
+    for r in RULES:
+        value = r.values[0]
+        for newer, since, _ref in r.changes:
+            if _release_key(since) <= _release_key(release):
+                value = newer
+        values[r.name] = value
+    return Protocol(**values)
+
+
+# The first release the model covers (min.insync.replicas arrived in 0.8.2, KAFKA-1555), then
+# every release where at least one rule changed.
+ERAS = tuple(sorted({"0.8.2"} | {since for r in RULES for _v, since, _ref in r.changes}, key=_release_key))
+PRESETS: dict[str, Protocol] = {era: as_of(era) for era in ERAS}
+NEWEST = ERAS[-1]
+OLDEST = ERAS[0]
+ALIASES = {"newest": NEWEST, "oldest": OLDEST}
+
+
+def preset(name: str) -> Protocol:
+    key = ALIASES.get(name, name)
+    # Accept "2.7" for "2.7.0".
+    if key not in PRESETS and key + ".0" in PRESETS:
+        key += ".0"
+    if key not in PRESETS:
+        raise ProtocolError(f"unknown protocol preset {name!r}; presets: {', '.join(ERAS)} (or newest, oldest)")
+    return PRESETS[key]
+
+
+def parse_rule(text: str) -> tuple[str, str]:
+    """'name=value' from the command line."""
+    name, sep, value = text.partition("=")
+    name, value = name.strip().replace("-", "_"), value.strip()
+    if not sep or not name or not value:
+        raise ProtocolError(f"--rule expects NAME=VALUE (got {text!r})")
+    if name not in RULE_NAMES:
+        raise ProtocolError(f"unknown protocol rule {name!r}; rules: {', '.join(RULE_NAMES)}")
+    return name, value
