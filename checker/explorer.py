@@ -45,6 +45,7 @@ class Result:
     stop_reason: Optional[str] = None     # why an incomplete search stopped
     violation: Optional[Violation] = None
     coverage: Counter = field(default_factory=Counter)
+    reached: dict = field(default_factory=dict)     # reachability property -> witness trace
 
     @property
     def states_per_second(self) -> float:
@@ -95,8 +96,13 @@ def replay_path(model, init_index: int, steps: list[int]) -> list:
 
 
 def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits(),
-            progress: Optional[Callable[[dict], None]] = None, progress_every: float = 1.0) -> Result:
-    """Enumerate reachable states; stop at the first invariant violation or at a limit."""
+            progress: Optional[Callable[[dict], None]] = None, progress_every: float = 1.0,
+            stop_when_reached: frozenset = frozenset()) -> Result:
+    """Enumerate reachable states; stop at the first invariant violation or at a limit.
+
+    Reachability properties of `checks` (reach_functions) are tried on every step until
+    each is first seen; the search also stops once every name in stop_when_reached is.
+    """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}")
     start = time.monotonic()
@@ -114,6 +120,9 @@ def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits()
     check_step = checks.check_step if checks else (lambda p, s: None)
     next_report = start + progress_every
     ticks = 0
+    unreached = list(checks.reach_functions()) if checks is not None and hasattr(checks, "reach_functions") else []
+    witnesses: dict = {}          # name -> (node, successor index)
+    targets = set(stop_when_reached)
 
     def stats(final: bool = False) -> dict:
         el = time.monotonic() - start
@@ -135,7 +144,7 @@ def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits()
         pending.append((s, node, 0))
 
     try:
-        while pending and violation_at is None:
+        while pending and violation_at is None and not (stop_when_reached and not targets):
             state, node, depth = take()
             if limits.max_depth is not None and depth >= limits.max_depth:
                 if next(iter(model.successors(state)), None) is not None:
@@ -148,6 +157,13 @@ def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits()
                 if bad:
                     violation_at = (bad, "action", node, index)
                     break
+                if unreached:
+                    for item in [it for it in unreached if it[1](state, nxt)]:
+                        unreached.remove(item)
+                        witnesses[item[0]] = (node, index)
+                        targets.discard(item[0])
+                    if stop_when_reached and not targets:
+                        break
                 fp = fp_of(nxt)
                 if fp in visited:
                     continue
@@ -175,6 +191,10 @@ def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits()
     except KeyboardInterrupt:
         stop_reason = "interrupted"
 
+    reached = {}
+    for name, (node, index) in witnesses.items():
+        init_index, steps = nodes.path(node)
+        reached[name] = replay_path(model, init_index, steps + [index])
     violation = None
     if violation_at is not None:
         name, kind, node, extra = violation_at
@@ -183,6 +203,8 @@ def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits()
             steps.append(extra)
         violation = Violation(name, kind, replay_path(model, init_index, steps))
         verdict = "violated"
+    elif stop_when_reached and not targets:
+        verdict = "reached"
     elif stop_reason is not None:
         verdict = "incomplete"
     else:
@@ -190,4 +212,4 @@ def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits()
     if progress is not None:
         progress(stats(final=True))
     return Result(verdict, strategy, len(visited), generated, max_depth,
-                  time.monotonic() - start, stop_reason, violation, coverage)
+                  time.monotonic() - start, stop_reason, violation, coverage, reached)

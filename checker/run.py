@@ -7,8 +7,8 @@ from typing import Optional
 
 from kafkamc.checker.explorer import Limits, Result, explore
 from kafkamc.checker.progress import Progress
-from kafkamc.invariants.suite import InvariantSuite
-from kafkamc.spec.config import Config
+from kafkamc.invariants.suite import Disagreement, InvariantSuite
+from kafkamc.spec.config import Config, ConfigError
 from kafkamc.spec.model import Model
 from kafkamc.traces.trace import Trace, format_action
 
@@ -22,6 +22,9 @@ class CheckRun:
     result: Result
     trace: Optional[Trace] = None
     trace_file: Optional[str] = None
+    reach_names: tuple = ()
+    reach_expected: tuple = ()
+    reach_targets: tuple = ()
 
     def bounds(self) -> dict:
         b = dict(self.config.bounds())
@@ -36,10 +39,34 @@ class CheckRun:
 
     # The bound that, at 0, keeps an action from ever firing.
     ENABLED_BY = {"ControllerFenceBroker": "max_fences", "BrokerHeartbeat": "max_fences",
-                  "BrokerCrash": "max_crashes", "BrokerRestart": "max_crashes", "Produce": "max_records"}
+                  "BrokerCrash": "max_crashes", "BrokerRestart": "max_crashes", "Produce": "max_records",
+                  "ReplicaStall": "max_isr_shrinks", "AlterPartition": "max_isr_shrinks"}
+
+    # Actions that only some protocol rules use: never firing under other rules is expected.
+    RULE_ONLY = {"OffsetsForLeaderEpoch": ("truncation", ("leader_epoch", "leader_epoch_kip279"))}
 
     def never_fired(self) -> list:
-        return [name for name, n in self.coverage().items() if n == 0]
+        out = []
+        for name, n in self.coverage().items():
+            rule = self.RULE_ONLY.get(name)
+            if n == 0 and not (rule and self.config.rule(rule[0]) not in rule[1]):
+                out.append(name)
+        return out
+
+    def reached(self) -> dict:
+        """Reachability property -> length of its shortest witness found, or None."""
+        return {name: (len(self.result.reached[name]) - 1 if name in self.result.reached else None)
+                for name in self.reach_names}
+
+    def vacuity_warnings(self) -> list:
+        """Expected events that an exhaustive pass never reached: the pass may be vacuous."""
+        if self.result.verdict != "holds":
+            return []
+        return [n for n in self.reach_expected if n not in self.result.reached]
+
+    def protocol(self) -> dict:
+        p = self.config.protocol
+        return {"era": p.era(), "rules": p.to_dict()}
 
     def summary(self) -> dict:
         r = self.result
@@ -53,11 +80,14 @@ class CheckRun:
             "strategy": r.strategy,
             "engine": "local",
             "config": self.config.to_dict(),
+            "protocol": self.protocol(),
             "bounds": self.bounds(),
             "invariants": self.invariants,
             "stop_reason": r.stop_reason,
             "collision_probability": r.collision_probability,
             "coverage": self.coverage(),
+            "reached": self.reached(),
+            "vacuity_warnings": self.vacuity_warnings(),
             "violation": None if r.violation is None else {
                 "invariant": r.violation.invariant,
                 "kind": r.violation.kind,
@@ -70,12 +100,22 @@ class CheckRun:
 
 
 def run_check(cfg: Config, strategy: str = "bfs", limits: Limits = Limits(), invariants=None,
-              progress: bool = False, trace_out: Optional[str] = None) -> CheckRun:
+              progress: bool = False, trace_out: Optional[str] = None, reach: tuple = ()) -> CheckRun:
+    """Explore; `reach` names reachability properties to search for (stop once all are seen)."""
     model = Model(cfg)
     suite = InvariantSuite(cfg, invariants)
+    known = [name for name, _ in suite.reach_functions()]
+    for name in reach:
+        if name not in known:
+            raise ConfigError(f"unknown reachability property {name!r}; properties: {', '.join(known)}")
     with Progress(enabled=progress) as reporter:
-        result = explore(model, suite, strategy, limits, progress=reporter if progress else None)
-    run = CheckRun(cfg, limits, suite.names, model.action_names(), result)
+        result = explore(model, suite, strategy, limits, progress=reporter if progress else None,
+                         stop_when_reached=frozenset(reach))
+    for name, trace in result.reached.items():
+        if not suite.confirm_reached(name, trace[-1][1], trace[-2][1]):
+            raise Disagreement(f"{name}: the fast evaluator reported a witness that Z3 does not confirm")
+    run = CheckRun(cfg, limits, suite.names, model.action_names(), result,
+                   reach_names=tuple(known), reach_expected=tuple(suite.reach_expected()), reach_targets=tuple(reach))
     if result.violation is not None:
         v = result.violation
         last = v.trace[-1][1]
@@ -83,6 +123,12 @@ def run_check(cfg: Config, strategy: str = "bfs", limits: Limits = Limits(), inv
         explanation = suite.explain(v.invariant, last, before if v.kind == "action" else None).to_dict()
         explanation["also_violated"] = [n for n in suite.all_violated(last, before) if n != v.invariant]
         run.trace = Trace(cfg, v.trace, v.invariant, v.kind, explanation)
+        if trace_out:
+            run.trace_file = str(run.trace.save(Path(trace_out)))
+    elif result.verdict == "reached":
+        # The witness of the last target reached, saved like a counterexample so it can be shown and replayed.
+        name = reach[-1]
+        run.trace = Trace(cfg, result.reached[name], extra={"reached": name})
         if trace_out:
             run.trace_file = str(run.trace.save(Path(trace_out)))
     return run

@@ -12,6 +12,7 @@ from kafkamc.checker.explorer import STRATEGIES, Limits
 from kafkamc.checker.run import CheckRun, run_check
 from kafkamc.invariants.catalog import INVARIANTS
 from kafkamc.spec.config import ACKS, Config, ConfigError
+from kafkamc.spec.protocol import ERAS, NEWEST, PRESETS, RULES, ProtocolError, parse_rule, preset
 from kafkamc.traces import render as render_mod
 from kafkamc.traces.trace import TraceError, load
 
@@ -40,9 +41,14 @@ def _bound(name: str, help_text: str):
 @click.option("--acks", type=click.Choice(ACKS), default=DEFAULTS.acks, show_default=True, help="producer acks")
 @click.option("--unclean/--no-unclean", default=DEFAULTS.unclean, show_default=True,
               help="unclean.leader.election.enable")
+@click.option("--protocol", "era", default=NEWEST, show_default=True, metavar="ERA",
+              help="Kafka release whose replication rules apply (`kafkamc protocols` lists them)")
+@click.option("--rule", "rules", multiple=True, metavar="NAME=VALUE",
+              help="override one protocol rule (repeatable)")
+@click.option("--elr/--no-elr", default=None, help="eligible leader replicas, KIP-966 (default: as the protocol)")
 @_bound("max_records", "records producers may append")
-@_bound("max_crashes", "clean broker crashes")
-@_bound("max_unclean_crashes", "crashes that lose the unflushed log tail")
+@_bound("max_crashes", "clean shutdowns (log kept whole)")
+@_bound("max_unclean_crashes", "hard crashes that lose the unflushed log tail")
 @_bound("max_fences", "live brokers fenced by the controller (makes zombie leaders)")
 @_bound("max_isr_shrinks", "ISR shrinks the leaders may request")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="bfs", show_default=True,
@@ -54,12 +60,15 @@ def _bound(name: str, help_text: str):
               help="check only these invariants (repeatable; default: all)")
 @click.option("--trace-out", type=click.Path(dir_okay=False), default="kafkamc-trace.json", show_default=True,
               help="where a counterexample trace is saved")
+@click.option("--reach", "reach", multiple=True, metavar="NAME",
+              help="search for a shortest path to this reachability property and save it (repeatable)")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON summary on stdout")
 @click.option("--quiet", is_flag=True, help="no progress on stderr")
-def check(rf, minisr, acks, unclean, max_records, max_crashes, max_unclean_crashes, max_fences,
-          max_isr_shrinks, strategy, max_states, max_depth, time_limit, invariants, trace_out, as_json, quiet):
+def check(rf, minisr, acks, unclean, era, rules, elr, max_records, max_crashes, max_unclean_crashes, max_fences,
+          max_isr_shrinks, strategy, max_states, max_depth, time_limit, invariants, reach, trace_out, as_json, quiet):
     """Explore every reachable state within the bounds and check the invariants."""
-    cfg = Config(rf=rf, minisr=minisr, acks=acks, unclean=unclean, max_records=max_records,
+    protocol = build_protocol(era, rules, elr)
+    cfg = Config(rf=rf, minisr=minisr, acks=acks, unclean=unclean, protocol=protocol, max_records=max_records,
                  max_crashes=max_crashes, max_unclean_crashes=max_unclean_crashes, max_fences=max_fences,
                  max_isr_shrinks=max_isr_shrinks).validated()
     for name, value in (("--max-states", max_states), ("--max-depth", max_depth), ("--time-limit", time_limit)):
@@ -71,13 +80,27 @@ def check(rf, minisr, acks, unclean, max_records, max_crashes, max_unclean_crash
             raise UsageProblem(f"unknown invariant {name!r}; `kafkamc invariants` lists them")
     names = [known[n.lower()] for n in invariants] or None
     limits = Limits(max_states=max_states, time_limit=time_limit, max_depth=max_depth)
-    run = run_check(cfg, strategy, limits, names, progress=not quiet,
-                    trace_out=trace_out)
+    run = run_check(cfg, strategy, limits, names, progress=not quiet, trace_out=trace_out, reach=tuple(reach))
     if as_json:
         click.echo(json.dumps(run.summary(), indent=1))
     else:
         _print_run(run)
-    return {"holds": EXIT_HOLDS, "violated": EXIT_VIOLATED, "incomplete": EXIT_INCOMPLETE}[run.result.verdict]
+    if reach and run.result.verdict == "holds":
+        return EXIT_VIOLATED          # exhausted without reaching the target: unreachable within the bounds
+    return {"holds": EXIT_HOLDS, "reached": EXIT_HOLDS, "violated": EXIT_VIOLATED,
+            "incomplete": EXIT_INCOMPLETE}[run.result.verdict]
+
+
+def build_protocol(era: str, rules, elr):
+    """The preset, then each --rule, then --elr/--no-elr; any unknown name is a usage error."""
+    try:
+        protocol = preset(era)
+        overrides = dict(parse_rule(r) for r in rules)
+        if elr is not None:
+            overrides["elr"] = "on" if elr else "off"
+        return protocol.with_rules(**overrides)
+    except ProtocolError as e:
+        raise UsageProblem(str(e)) from None
 
 
 def _print_run(run: CheckRun) -> None:
@@ -86,7 +109,12 @@ def _print_run(run: CheckRun) -> None:
     if run.trace is not None:
         render_mod.render(run.trace, console)
     console.print(f"configuration: rf={cfg.rf} minisr={cfg.minisr} acks={cfg.acks} "
-                  f"unclean={'on' if cfg.unclean else 'off'}")
+                  f"unclean={'on' if cfg.unclean else 'off'}"
+                  + (f" (min.insync.replicas capped at rf: {cfg.effective_minisr})" if cfg.minisr > cfg.rf else ""))
+    proto = run.protocol()
+    changed = cfg.protocol.differences(PRESETS[NEWEST])
+    console.print(f"protocol: {proto['era']}" + (" (rules as of Kafka " + proto["era"] + ")" if proto["era"] != "custom" else "")
+                  + ("; differs from the newest in " + ", ".join(f"{k}={v}" for k, v in changed.items()) if changed else ""))
     console.print("bounds: " + ", ".join(f"{k}={v}" for k, v in run.bounds().items()))
     console.print(f"{r.distinct_states:,} distinct states, {r.states_generated:,} generated, depth {r.depth}, "
                   f"{r.elapsed_s:.2f}s ({r.states_per_second:,.0f} distinct states/s)")
@@ -96,7 +124,18 @@ def _print_run(run: CheckRun) -> None:
         bound = run.ENABLED_BY.get(name)
         hint = f" ({bound}={getattr(cfg, bound)})" if bound and getattr(cfg, bound) == 0 else ""
         console.print(f"[yellow]warning: action {name} never fired within these bounds{hint}[/yellow]")
-    if r.verdict == "holds":
+    reached = run.reached()
+    seen = [f"{k} ({v} steps)" for k, v in reached.items() if v is not None]
+    console.print("reached: " + (", ".join(seen) if seen else "none"))
+    for name in run.vacuity_warnings():
+        console.print(f"[yellow]warning: {name} was expected within these bounds but never happened; "
+                      "the pass may be vacuous[/yellow]")
+    if r.verdict == "reached":
+        console.print(f"[bold green]reached[/bold green]: {', '.join(run.reach_targets)}; "
+                      f"shortest witness saved to {run.trace_file}")
+    elif r.verdict == "holds" and run.reach_targets:
+        console.print(f"[bold red]unreachable[/bold red]: {', '.join(run.reach_targets)} never happens within the bounds")
+    elif r.verdict == "holds":
         console.print(f"[bold green]holds[/bold green]: every invariant ({', '.join(run.invariants)}) "
                       "holds in every reachable state within the bounds")
     elif r.verdict == "violated":
@@ -107,6 +146,30 @@ def _print_run(run: CheckRun) -> None:
     else:
         console.print(f"[bold yellow]incomplete[/bold yellow]: stopped at {r.stop_reason}; "
                       "no violation among the states explored")
+
+
+@cli.command("protocols")
+@click.option("--json", "as_json", is_flag=True, help="print the presets as JSON")
+def list_protocols(as_json):
+    """List the era presets and the protocol rules each one sets."""
+    if as_json:
+        click.echo(json.dumps({"rules": [{"name": r.name, "values": list(r.values), "meaning": r.meaning,
+                                          "changes": [{"value": v, "release": rel, "ref": ref} for v, rel, ref in r.changes]}
+                                         for r in RULES],
+                               "presets": {e: PRESETS[e].to_dict() for e in ERAS}, "newest": NEWEST}, indent=1))
+        return EXIT_HOLDS
+    console = Console()
+    console.print("[bold]rules[/bold] (--rule NAME=VALUE), oldest behaviour first:")
+    for r in RULES:
+        history = "; ".join(f"{v} since {rel} ({ref})" for v, rel, ref in r.changes)
+        console.print(f"  [bold]{r.name}[/bold] = {' | '.join(r.values)}: {r.meaning}. {history}.")
+    console.print("[bold]presets[/bold] (--protocol ERA), each as the rules that differ from the newest:")
+    newest = PRESETS[NEWEST]
+    for e in ERAS:
+        diff = PRESETS[e].differences(newest)
+        text = ", ".join(f"{k}={v}" for k, v in diff.items()) if diff else "every rule at its newest behaviour"
+        console.print(f"  [bold]{e}[/bold]{' (newest, the default)' if e == NEWEST else ''}: {text}")
+    return EXIT_HOLDS
 
 
 @cli.command("invariants")

@@ -8,6 +8,7 @@ import z3
 
 from kafkamc.invariants.catalog import INVARIANTS, Invariant, by_name
 from kafkamc.invariants.compile import compile_function
+from kafkamc.invariants.reach import catalog as reach_catalog
 from kafkamc.invariants.view import View
 from kafkamc.spec.config import Config
 
@@ -61,6 +62,11 @@ class InvariantSuite:
                 fn = compile_function(inv.name, ["p", "s"], self.P.prelude + self.V.prelude,
                                       z3.And([p for _, p in parts]), sources)
                 self.action_invs.append(_Compiled(inv, parts, fn))
+        # Reachability properties, compiled the same way; see reach.py.
+        self.reach = []
+        for r in reach_catalog(cfg):
+            fn = compile_function(r.name, ["p", "s"], self.P.prelude + self.V.prelude, r.build(cfg, self.P, self.V), sources)
+            self.reach.append((r, fn))
         self._values = _values_fn(self.V)
         self._prev_values = _values_fn(self.P)
 
@@ -80,6 +86,19 @@ class InvariantSuite:
             if not c.fn(prev, state):
                 return c.inv.name
         return None
+
+    def reach_functions(self) -> list:
+        """(name, fn(prev, state)) for every reachability property."""
+        return [(r.name, fn) for r, fn in self.reach]
+
+    def reach_expected(self) -> list[str]:
+        return [r.name for r, _ in self.reach if r.expected(self.cfg)]
+
+    def confirm_reached(self, name: str, state, prev) -> bool:
+        """Z3's own verdict on a reachability witness step."""
+        r = next(r for r, _ in self.reach if r.name == name)
+        formula = r.build(self.cfg, self.P, self.V)
+        return z3.is_true(z3.simplify(z3.substitute(formula, *self._substitution(state, prev))))
 
     def all_violated(self, state, prev=None) -> list[str]:
         """Every invariant false at `state` (and on the step from `prev`, when given)."""

@@ -35,7 +35,7 @@ class View:
         self.c_recovering = self._bool("c_recovering", f"{n}_c.recovering")
         self.alive, self.leads, self.epoch, self.hw, self.leo = {}, {}, {}, {}, {}
         self.start, self.in_isr, self.log, self.logep = {}, {}, {}, {}
-        self.in_elr, self.registered, self.exposed = {}, {}, {}
+        self.in_elr, self.registered, self.exposed, self.stalled = {}, {}, {}, {}
         kip207 = cfg.rule("consumer_hw") == "kip207"
         for b in cfg.brokers:
             br = f"{n}_b{b}"
@@ -48,6 +48,7 @@ class View:
             self.start[b] = self._int(f"start[{b}]", f"{br}.start")
             self.in_isr[b] = self._bool(f"in_isr[{b}]", f"bool({n}_c.isr & {1 << (b - 1)})")
             self.in_elr[b] = self._bool(f"in_elr[{b}]", f"bool({n}_c.elr & {1 << (b - 1)})")
+            self.stalled[b] = self._bool(f"stalled[{b}]", f"{br}.stalled")
             self.registered[b] = self._bool(f"registered[{b}]", f"bool({n}_c.registered & {1 << (b - 1)})")
             # The HW consumers can read from b (spec.model.consumer_hw), -1 for none.
             self.exposed[b] = self._int(f"exposed_hw[{b}]", f"(-1 if {br}.hw < {br}.start else {br}.hw)"

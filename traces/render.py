@@ -42,7 +42,9 @@ def role(state: State, b: int) -> str:
         return "zombie leader" + fenced
     if br.leader == NO_LEADER:
         return "no leader known" + fenced
-    return f"follower of {br.leader}" + fenced
+    extra = ", truncating" if br.truncating else ""
+    extra += ", stalled" if br.stalled else ""
+    return f"follower of {br.leader}" + fenced + extra
 
 
 def broker_row(state: State, b: int) -> dict:
@@ -79,6 +81,9 @@ def controller_line(state: State) -> dict:
         "leader epoch": str(c.epoch),
         "partition epoch": str(c.pepoch),
         "ISR": _ids(c.isr),
+        "ELR": _ids(c.elr),
+        "last known leader": _ids(c.lastelr),
+        "recovery": "RECOVERING" if c.recovering else "RECOVERED",
         "unfenced": _ids(c.registered),
         "broker epochs": " ".join(f"{b}:{e}" for b, e in enumerate(c.bepochs, 1)),
         "committed": " ".join(f"r{r}" for r in g.committed) or "-",
@@ -98,6 +103,8 @@ def health(cfg, state: State) -> list[str]:
         out.append("UnderReplicated")
     if isr < cfg.effective_minisr:
         out.append("UnderMinIsr")
+    if c.recovering:
+        out.append("RECOVERING (unclean election)")
     return out
 
 

@@ -10,7 +10,7 @@ from kafkamc.spec.actions import ACTION_TYPES
 from kafkamc.spec.config import Config, ConfigError
 from kafkamc.spec.model import Model, step
 
-SCHEMA = "kafkamc.trace/1"
+SCHEMA = "kafkamc.trace/2"
 _ACTIONS = {t.__name__: t for t in ACTION_TYPES}
 
 
