@@ -33,7 +33,9 @@ def hw_advances(cfg: Config, P: View, V: View) -> z3.BoolRef:
 
 
 def elr_election(cfg: Config, P: View, V: View) -> z3.BoolRef:
-    return z3.Or([z3.And(P.c_leader != b, V.c_leader == b, P.in_elr[b]) for b in cfg.brokers])
+    # A clean election from the ELR; a last-known-leader election (RECOVERING) is not one.
+    return z3.Or([z3.And(P.c_leader != b, V.c_leader == b, P.in_elr[b], z3.Not(V.c_recovering))
+                  for b in cfg.brokers])
 
 
 def recovering_election(cfg: Config, P: View, V: View) -> z3.BoolRef:
@@ -67,7 +69,8 @@ def catalog(cfg: Config) -> tuple[Reachable, ...]:
         Reachable("HighWatermarkAdvances", "consumers see the HW move forward", hw_advances,
                   lambda c: c.max_records > 0),
         Reachable("ElrElection", "a replica from the ELR is elected leader (KIP-966)", elr_election,
-                  lambda c: elr and _crashes(c) >= 1 and c.max_isr_shrinks + _crashes(c) >= 3),
+                  lambda c: elr and c.effective_minisr >= 2 and not c.unclean and _crashes(c) >= 1
+                  and c.max_isr_shrinks + _crashes(c) >= 3),
         Reachable("RecoveringElection", "an unclean or last-known-leader election leaves the partition RECOVERING",
                   recovering_election,
                   lambda c: _crashes(c) >= 2 and (c.unclean or (elr and c.max_unclean_crashes >= 1))),

@@ -8,6 +8,10 @@ the Kafka story through the model's step function and checks that it lands on ex
 hand-built state, so the hand-built states are not fantasies. States that only a buggy
 step could produce (two leaders in one epoch, a HW above the LEO, ...) are built by
 corrupting one field of a reachable state.
+
+The model's defaults changed with ELR (KIP-966): clean shutdowns cost max_crashes (default 0),
+an ISR shrink needs the follower to have stalled first (isr_lag="time"), and a fenced last ISR
+member leaves the ISR. Stories that need the old behaviour say so in their Config.
 """
 from __future__ import annotations
 
@@ -20,12 +24,15 @@ from kafkamc.invariants.catalog import INVARIANTS
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec import actions as A
 from kafkamc.spec.config import Config
-from kafkamc.spec.model import step
+from kafkamc.spec.model import observe, step
+from kafkamc.spec.protocol import Protocol
 from kafkamc.spec.state import (
     NO_LEADER, UNKNOWN, Broker, Budget, Controller, Ghost, State, bit, initial_state,
 )
 
-CFG = Config(rf=3, minisr=2, max_records=2)
+# One clean shutdown: the crash stories below lose no log (hard crashes say keep=...).
+CFG = Config(rf=3, minisr=2, max_records=2, max_crashes=1)
+ELR_OFF = Protocol().with_rules(elr="off")
 STATE_INVARIANTS = [inv.name for inv in INVARIANTS if inv.kind == "state"]
 ACTION_INVARIANTS = [inv.name for inv in INVARIANTS if inv.kind == "action"]
 
@@ -56,12 +63,22 @@ def run(cfg: Config, *actions, state: State | None = None) -> State:
     return s
 
 
-def follower(leader: int, epoch: int, log=(), hw: int = 0, cache=()) -> Broker:
-    return Broker(leader=leader, epoch=epoch, log=tuple(log), cache=tuple(cache), hw=hw)
+def follower(leader: int, epoch: int, log=(), hw: int = 0, cache=(), stalled: bool = False) -> Broker:
+    return Broker(leader=leader, epoch=epoch, log=tuple(log), cache=tuple(cache), hw=hw, stalled=stalled)
 
 
-def dead(log=(), hw: int = 0, cache=(), bepoch: int = 1) -> Broker:
-    return Broker(alive=False, bepoch=bepoch, log=tuple(log), cache=tuple(cache), hw=hw)
+def dead(log=(), hw: int = 0, cache=(), bepoch: int = 1, clean: bool = True) -> Broker:
+    return Broker(alive=False, bepoch=bepoch, log=tuple(log), cache=tuple(cache), hw=hw, clean=clean)
+
+
+def new_leader(b: int, epoch: int, pepoch: int, isr: int, rf: int = 3, **kw) -> Broker:
+    """A leader no follower has fetched from yet: follower positions and broker epochs unknown."""
+    return Broker(leader=b, epoch=epoch, pepoch=pepoch, isr=isr, views=(UNKNOWN,) * rf, vbepochs=(0,) * rf, **kw)
+
+
+# Drop followers 2 and 3 from the ISR, one at a time: each must have stalled first.
+SHRINK_TO_LEADER = (A.ReplicaStall(2), A.AlterPartition(1, (1, 3)), A.HandleAlterPartitionResponse(1),
+                    A.ReplicaStall(3), A.AlterPartition(1, (1,)), A.HandleAlterPartitionResponse(1))
 
 
 def assert_violation(cfg: Config, state: State, name: str, part: str, values: dict,
@@ -116,7 +133,7 @@ def healthy_state() -> State:
     return replace(
         s0,
         brokers=(
-            replace(s0.broker(1), log=log, hw=2, views=(UNKNOWN, 2, 2)),
+            replace(s0.broker(1), log=log, hw=2, views=(UNKNOWN, 2, 2), vbepochs=(0, 1, 1)),
             follower(1, 1, log, hw=2, cache=cache),
             follower(1, 1, log, hw=2, cache=cache),
         ),
@@ -170,27 +187,28 @@ def test_no_committed_data_loss_isr_member_lost_committed_record():
 # ---------------------------------------------------------------- LeaderCompleteness
 
 UNCLEAN2 = Config(rf=3, minisr=1, unclean=True, max_records=2, max_crashes=2)
+LAGGING3 = (A.Produce(1, 1), A.Fetch(2, 1), A.ReplicaStall(3), A.AlterPartition(1, (1, 2)),
+            A.HandleAlterPartitionResponse(1), A.Fetch(2, 1), A.BrokerCrash(1), A.BrokerCrash(2))
 
 
 def test_leader_completeness_unclean_election_of_lagging_replica():
-    """Broker 3 fell behind and was dropped from the ISR before record 1 arrived. Record 1
-    was committed by the ISR {1, 2} (min.insync.replicas=1). Both ISR members crash; with
-    unclean.leader.election.enable the controller elects the out-of-sync broker 3 in epoch 3,
-    and it leads with an empty log: the committed (and acknowledged) record is gone."""
+    """Broker 3 stalled and was dropped from the ISR before it fetched record 1. Record 1
+    was committed by the ISR {1, 2} (min.insync.replicas=1). Both ISR members shut down (the
+    ISR empties, broker 2 goes to the ELR but is not registered); with
+    unclean.leader.election.enable the controller elects the out-of-sync broker 3 in epoch 3
+    (RECOVERING), and it leads with an empty log: the committed (and acknowledged) record is gone."""
     r1 = ((1, 1),)
     s = State(
-        Controller(leader=3, epoch=3, pepoch=4, isr=B3, registered=B3, bepochs=(1, 1, 1)),
+        Controller(leader=3, epoch=3, pepoch=4, isr=B3, registered=B3, bepochs=(1, 1, 1), recovering=True),
         (
             dead(r1, hw=1, cache=((1, 0),)),
             dead(r1, hw=1, cache=((1, 0),)),
-            Broker(leader=3, epoch=3, pepoch=4, isr=B3, cache=((3, 0),), views=(UNKNOWN,) * 3),
+            new_leader(3, 3, 4, B3, cache=((3, 0),)),
         ),
         Ghost(acked=0b1, committed=(1,), hw_seen=1),
         Budget(records=1, crashes=2, shrinks=1),
     )
-    assert run(UNCLEAN2, A.Produce(1, 1), A.Fetch(2, 1), A.AlterPartition(1, (1, 2)),
-               A.HandleAlterPartitionResponse(1), A.Fetch(2, 1),
-               A.BrokerCrash(1), A.BrokerCrash(2), A.MetadataUpdate(3)) == s
+    assert run(UNCLEAN2, *LAGGING3, A.MetadataUpdate(3)) == s
     assert_violation(
         UNCLEAN2, s, "LeaderCompleteness", "leader 3 holds committed offset 0",
         {"c_leader": 3, "c_epoch": 3, "leads[3]": True, "epoch[3]": 3,
@@ -208,8 +226,7 @@ def test_leader_completeness_unclean_election_of_lagging_replica():
 def test_leader_completeness_ignores_a_leader_that_has_not_applied_its_election():
     """Before broker 3 applies the metadata there is no true leader: the invariant only
     judges the leader that leads the controller's epoch and knows it."""
-    s = run(UNCLEAN2, A.Produce(1, 1), A.Fetch(2, 1), A.AlterPartition(1, (1, 2)),
-            A.HandleAlterPartitionResponse(1), A.Fetch(2, 1), A.BrokerCrash(1), A.BrokerCrash(2))
+    s = run(UNCLEAN2, *LAGGING3)
     assert s.controller.leader == 3 and s.true_leader() == NO_LEADER
     lc = suite(UNCLEAN2, "LeaderCompleteness")
     assert lc.check_state(s) is None and lc.evaluate_z3("LeaderCompleteness", s) is True
@@ -219,7 +236,7 @@ def test_leader_completeness_ignores_a_leader_that_has_not_applied_its_election(
 
 # ---------------------------------------------------------------- AckedWriteDurability
 
-ACKS1 = Config(rf=3, minisr=2, acks="1", max_records=2)
+ACKS1 = Config(rf=3, minisr=2, acks="1", max_records=2, max_crashes=1)
 
 
 def test_acked_write_durability_acks_1_leader_crash_before_replication():
@@ -231,7 +248,7 @@ def test_acked_write_durability_acks_1_leader_crash_before_replication():
         Controller(leader=2, epoch=2, pepoch=2, isr=B2 | B3, registered=B2 | B3, bepochs=(1, 1, 1)),
         (
             dead(((1, 1),), hw=0, cache=((1, 0),)),
-            Broker(leader=2, epoch=2, pepoch=2, isr=B2 | B3, cache=((2, 0),), views=(UNKNOWN,) * 3),
+            new_leader(2, 2, 2, B2 | B3, cache=((2, 0),)),
             follower(1, 1),                    # has not applied the new metadata yet
         ),
         Ghost(acked=0b1, committed=(), hw_seen=0),
@@ -254,15 +271,14 @@ def test_acked_write_durability_same_story_with_acks_all_is_safe():
 
 # ---------------------------------------------------------------- HighWatermarkMonotonic
 
-UNCLEAN = Config(rf=3, minisr=1, unclean=True, max_records=2)
+UNCLEAN = Config(rf=3, minisr=1, unclean=True, max_records=2, max_crashes=1)
 
 
 def _shrunk_leader_committed_alone():
     """Leader 1 shrank the ISR to itself, then committed record 1 alone (minisr=1):
-    consumers read HW 1. Then it crashed and the controller elected broker 2 uncleanly."""
-    return (A.AlterPartition(1, (1, 3)), A.HandleAlterPartitionResponse(1),
-            A.AlterPartition(1, (1,)), A.HandleAlterPartitionResponse(1),
-            A.Produce(1, 1), A.BrokerCrash(1))
+    consumers read HW 1. Then it shut down (the ISR empties) and the controller elected
+    broker 2 uncleanly: the partition is RECOVERING."""
+    return SHRINK_TO_LEADER + (A.Produce(1, 1), A.BrokerCrash(1))
 
 
 def test_hw_monotonic_unclean_leader_exposes_lower_hw():
@@ -270,13 +286,12 @@ def test_hw_monotonic_unclean_leader_exposes_lower_hw():
     with an empty log; its HW 0 is at its epoch's start offset, so it is exposed, and a
     consumer now sees the HW go back from 1 to 0."""
     prev = State(
-        Controller(leader=2, epoch=2, pepoch=4, isr=B2, registered=B2 | B3, bepochs=(1, 1, 1)),
-        (dead(((1, 1),), hw=1, cache=((1, 0),)), follower(1, 1), follower(1, 1)),
+        Controller(leader=2, epoch=2, pepoch=4, isr=B2, registered=B2 | B3, bepochs=(1, 1, 1), recovering=True),
+        (dead(((1, 1),), hw=1, cache=((1, 0),)), follower(1, 1, stalled=True), follower(1, 1, stalled=True)),
         Ghost(acked=0b1, committed=(1,), hw_seen=1),
         Budget(records=1, crashes=1, shrinks=2),
     )
-    nxt = prev.with_broker(2, Broker(leader=2, epoch=2, pepoch=4, isr=B2, cache=((2, 0),),
-                                     views=(UNKNOWN,) * 3))
+    nxt = prev.with_broker(2, new_leader(2, 2, 4, B2, cache=((2, 0),)))
     assert run(UNCLEAN, *_shrunk_leader_committed_alone()) == prev
     assert step(UNCLEAN, prev, A.MetadataUpdate(2)) == [nxt]
 
@@ -288,7 +303,7 @@ def test_hw_monotonic_unclean_leader_exposes_lower_hw():
     assert [p.name for p in exp.parts] == ["HW exposed by leader 2 is not below the HW consumers saw before"]
     vals = exp.parts[0].values
     assert vals["prev.hw_seen"] == 1
-    assert vals["hw[2]"] == 0 and vals["start[2]"] == 0
+    assert vals["exposed_hw[2]"] == 0
     assert vals["c_leader"] == 2 and vals["leads[2]"] is True and vals["epoch[2]"] == vals["c_epoch"] == 2
     # The previous state was fine on its own (no true leader yet) apart from the ISR naming
     # a replica without the committed record; the step itself is what the property judges.
@@ -335,10 +350,8 @@ def test_no_split_brain_two_leaders_in_one_epoch():
     )
 
 
-ZOMBIE_TRACE = (
-    A.AlterPartition(1, (1, 3)), A.HandleAlterPartitionResponse(1),
-    A.AlterPartition(1, (1,)), A.HandleAlterPartitionResponse(1),
-    A.ControllerFenceBroker(1),          # missed heartbeats; unclean election picks broker 2
+ZOMBIE_TRACE = SHRINK_TO_LEADER + (
+    A.ControllerFenceBroker(1),          # missed heartbeats; the ISR empties, unclean election picks broker 2
     A.MetadataUpdate(2),
     A.Produce(1, 1),                     # the zombie still takes writes, alone in its ISR
 )
@@ -346,12 +359,11 @@ ZOMBIE_TRACE = (
 
 def zombie_state() -> State:
     return State(
-        Controller(leader=2, epoch=2, pepoch=4, isr=B2, registered=B2 | B3, bepochs=(1, 1, 1)),
+        Controller(leader=2, epoch=2, pepoch=4, isr=B2, registered=B2 | B3, bepochs=(1, 1, 1), recovering=True),
         (
-            Broker(leader=1, epoch=1, pepoch=3, isr=B1, log=((1, 1),), cache=((1, 0),), hw=1,
-                   views=(UNKNOWN,) * 3),
-            Broker(leader=2, epoch=2, pepoch=4, isr=B2, cache=((2, 0),), views=(UNKNOWN,) * 3),
-            follower(1, 1),
+            new_leader(1, 1, 3, B1, log=((1, 1),), cache=((1, 0),), hw=1),
+            new_leader(2, 2, 4, B2, cache=((2, 0),)),
+            follower(1, 1, stalled=True),
         ),
         Ghost(acked=0b1, committed=(), hw_seen=0),
         Budget(records=1, fences=1, shrinks=2),
@@ -380,12 +392,11 @@ def test_no_split_brain_divergence_below_both_hws():
     the leader has record 2 there under HW 1: the logs diverge below both HWs."""
     s = run(FENCE, A.Produce(2, 2), A.BrokerHeartbeat(1), A.MetadataUpdate(1), state=zombie_state())
     built = State(
-        Controller(leader=2, epoch=2, pepoch=4, isr=B2, registered=ALL3, bepochs=(1, 1, 1)),
+        Controller(leader=2, epoch=2, pepoch=4, isr=B2, registered=ALL3, bepochs=(1, 1, 1), recovering=True),
         (
             follower(2, 2, ((1, 1),), hw=1, cache=((1, 0),)),
-            Broker(leader=2, epoch=2, pepoch=4, isr=B2, log=((2, 2),), cache=((2, 0),), hw=1,
-                   views=(UNKNOWN,) * 3),
-            follower(1, 1),
+            new_leader(2, 2, 4, B2, log=((2, 2),), cache=((2, 0),), hw=1),
+            follower(1, 1, stalled=True),
         ),
         Ghost(acked=0b11, committed=(2,), hw_seen=1),
         Budget(records=2, fences=1, shrinks=2),
@@ -424,7 +435,7 @@ def test_well_formed_hw_above_leo():
     cfg = Config(rf=3, minisr=2, max_records=2, max_unclean_crashes=1)
     good = run(cfg, A.Produce(1, 1), A.Fetch(2, 1), A.Fetch(3, 1), A.Fetch(2, 1), A.Fetch(3, 1),
                A.BrokerCrash(3, keep=0))
-    assert good.broker(3) == dead(hw=0) and failing(cfg, good) == set()
+    assert good.broker(3) == dead(hw=0, clean=False) and failing(cfg, good) == set()
     s = good.with_broker(3, replace(good.broker(3), hw=1))
     assert_violation(cfg, s, "WellFormed", "0 <= hw[3] <= leo[3]", {"hw[3]": 1, "leo[3]": 0})
 
@@ -439,25 +450,108 @@ def test_well_formed_record_twice_in_a_log():
 
 
 def test_well_formed_isr_empty():
-    """Leader 1 had shrunk the ISR to itself and crashed; the controller must keep the last
-    ISR member (the partition goes offline, leader -1) but here it removed it too."""
-    good = run(CFG, A.AlterPartition(1, (1, 3)), A.HandleAlterPartitionResponse(1),
-               A.AlterPartition(1, (1,)), A.HandleAlterPartitionResponse(1), A.BrokerCrash(1))
+    """Without ELR: leader 1 had shrunk the ISR to itself and shut down; the controller must
+    keep the last ISR member (the partition goes offline, leader -1) but here it removed it too."""
+    cfg = replace(CFG, protocol=ELR_OFF)
+    good = run(cfg, *SHRINK_TO_LEADER, A.BrokerCrash(1))
     assert good.controller.leader == NO_LEADER and good.controller.isr == B1
-    assert failing(CFG, good) == set()
+    assert failing(cfg, good) == set()
     s = replace(good, controller=replace(good.controller, isr=0))
-    assert_violation(CFG, s, "WellFormed", "the ISR is not empty",
+    assert_violation(cfg, s, "WellFormed", "the ISR is not empty",
                      {"in_isr[1]": False, "in_isr[2]": False, "in_isr[3]": False})
+    # With ELR the same story empties the ISR, and that is well formed: broker 3, which left
+    # the ISR below min.insync.replicas, is in the ELR and is elected from it.
+    elr = run(CFG, *SHRINK_TO_LEADER, A.BrokerCrash(1))
+    assert elr.controller.leader == 3 and elr.controller.isr == B3 and elr.controller.elr == B1
+    assert failing(CFG, elr) == set()
+    # ... and with min.insync.replicas=1 nothing is eligible: the ISR stays empty, offline.
+    cfg1 = replace(CFG, minisr=1)
+    offline = run(cfg1, *SHRINK_TO_LEADER, A.BrokerCrash(1))
+    c = offline.controller
+    assert (c.leader, c.isr, c.elr, c.lastelr) == (NO_LEADER, 0, B1, B1)
+    assert failing(cfg1, offline) == set()
 
 
 def test_well_formed_leader_outside_isr():
     """Broker 2 was dropped from the ISR as lagging; when leader 1 crashes the controller
     (without unclean election) must pick broker 3, but here it picked broker 2."""
-    good = run(CFG, A.AlterPartition(1, (1, 3)), A.HandleAlterPartitionResponse(1), A.BrokerCrash(1))
-    assert good.controller.leader == 3 and good.controller.isr == B3
+    good = run(CFG, A.ReplicaStall(2), A.AlterPartition(1, (1, 3)), A.HandleAlterPartitionResponse(1),
+               A.BrokerCrash(1))
+    # Broker 1 left the ISR {1, 3} below min.insync.replicas=2: it is in the ELR now.
+    assert good.controller.leader == 3 and good.controller.isr == B3 and good.controller.elr == B1
     s = replace(good, controller=replace(good.controller, leader=2))
     assert_violation(CFG, s, "WellFormed", "the controller's leader is in the ISR",
                      {"c_leader": 2, "in_isr[2]": False, "in_isr[3]": True})
+
+
+def test_well_formed_isr_and_elr_overlap():
+    """KIP-966: leader 1 shrank the ISR {1, 3} to itself, below min.insync.replicas=2, so
+    broker 3 moved to the ELR. A controller that put 3 back in the ISR must take it out of
+    the ELR; here it stays in both."""
+    good = run(CFG, *SHRINK_TO_LEADER)
+    assert good.controller.isr == B1 and good.controller.elr == B3
+    assert failing(CFG, good) == set()
+    s = replace(good, controller=replace(good.controller, isr=B1 | B3))
+    assert_violation(CFG, s, "WellFormed", "broker 3 is not in the ISR and the ELR at once",
+                     {"in_isr[3]": True, "in_elr[3]": True})
+    # Without ELR the controller keeps no ELR at all.
+    cfg = replace(CFG, protocol=ELR_OFF)
+    off = run(cfg, *SHRINK_TO_LEADER)
+    assert off.controller.isr == B1 and off.controller.elr == 0
+    s = replace(off, controller=replace(off.controller, elr=B3))
+    assert_violation(cfg, s, "WellFormed", "broker 3 is in no ELR with ELR off", {"in_elr[3]": True})
+
+
+def test_well_formed_fenced_last_isr_member_with_elr():
+    """min.insync.replicas=1: leader 1, alone in the ISR, shuts down. Without ELR the
+    controller keeps the fenced broker as the last ISR member; with ELR it moves it to the
+    ELR and the ISR empties. The pre-KIP-966 state is malformed under ELR rules."""
+    off_cfg = replace(CFG, minisr=1, protocol=ELR_OFF)
+    on_cfg = replace(CFG, minisr=1)
+    kept = run(off_cfg, *SHRINK_TO_LEADER, A.BrokerCrash(1))
+    c = kept.controller
+    assert (c.leader, c.isr, c.elr, c.registered) == (NO_LEADER, B1, 0, B2 | B3)
+    assert failing(off_cfg, kept) == set()
+    assert_violation(on_cfg, kept, "WellFormed", "fenced broker 1 is not in the ISR",
+                     {"in_isr[1]": True, "registered[1]": False})
+    # The ELR model's own state for the story passes; under the old rules it has an empty ISR.
+    moved = run(on_cfg, *SHRINK_TO_LEADER, A.BrokerCrash(1))
+    assert moved.controller.isr == 0 and moved.controller.elr == B1
+    assert failing(on_cfg, moved) == set()
+    assert_violation(off_cfg, moved, "WellFormed", "the ISR is not empty",
+                     {"in_isr[1]": False, "in_isr[2]": False, "in_isr[3]": False},
+                     parts={"the ISR is not empty", "broker 1 is in no ELR with ELR off"})
+
+
+def test_well_formed_dead_broker_registered():
+    """A crashed broker is fenced by the controller in the same step; here it is still registered."""
+    good = run(CFG, A.BrokerCrash(3))
+    assert not good.controller.registered & B3 and failing(CFG, good) == set()
+    s = replace(good, controller=replace(good.controller, registered=ALL3))
+    assert_violation(CFG, s, "WellFormed", "dead broker 3 is fenced", {"alive[3]": False, "registered[3]": True})
+
+
+def test_well_formed_recovering_with_two_isr_members():
+    """Leader 1, alone in the ISR (min.insync.replicas=1), shuts down; broker 2 is elected
+    uncleanly and the partition is RECOVERING with the ISR {2}. It recovers only through
+    its leader's first accepted AlterPartition; a RECOVERING partition with two ISR members
+    is one the controller never builds."""
+    good = run(UNCLEAN, *SHRINK_TO_LEADER, A.BrokerCrash(1))
+    c = good.controller
+    assert (c.leader, c.isr, c.recovering) == (2, B2, True)
+    assert failing(UNCLEAN, good) == set()
+    s = replace(good, controller=replace(c, isr=B2 | B3))
+    assert_violation(UNCLEAN, s, "WellFormed", "a RECOVERING partition has at most one ISR member (2, 3)",
+                     {"c_recovering": True, "in_isr[2]": True, "in_isr[3]": True})
+    # The real way out: broker 3 follows and fetches, leader 2 adds it; the partition recovers.
+    prev = run(UNCLEAN, A.MetadataUpdate(2), A.MetadataUpdate(3), A.Fetch(3, 2), state=good)
+    nxt = run(UNCLEAN, A.AlterPartition(2, (2, 3)), state=prev)
+    c = nxt.controller
+    assert (c.isr, c.recovering) == (B2 | B3, False)
+    assert failing(UNCLEAN, nxt) == set()
+    reach = dict(suite(UNCLEAN).reach_functions())
+    assert reach["Recovered"](prev, nxt) is True
+    assert suite(UNCLEAN).confirm_reached("Recovered", nxt, prev) is True
 
 
 def test_well_formed_record_from_a_future_epoch():
@@ -469,11 +563,22 @@ def test_well_formed_record_from_a_future_epoch():
                      {"leo[3]": 2, "logep[3][1]": 3, "c_epoch": 1})
 
 
-def test_well_formed_consumers_saw_uncommitted_hw():
+def test_consumers_saw_uncommitted_hw():
+    """A corrupted ghost: consumers are recorded as having read HW 2 while only one record
+    was committed and the leader's HW is 1. WellFormed no longer has a part for this (the
+    catalog dropped "consumers never saw an HW above what was committed"); the leader's
+    next step is judged a regression of the HW consumers can read."""
     base = _committed_one()
     s = replace(base, ghost=replace(base.ghost, hw_seen=2))
-    assert_violation(CFG, s, "WellFormed", "consumers never saw an HW above what was committed",
-                     {"hw_seen": 2, "committed_len": 1})
+    nxt = run(CFG, A.Fetch(2, 1), state=s)          # a step that leaves the leader's HW at 1
+    assert nxt.true_leader() == 1 and nxt.broker(1).hw == 1
+    name = "HighWatermarkMonotonic"
+    hwm = suite(CFG, name)
+    assert hwm.check_step(s, nxt) == name
+    assert hwm.evaluate_z3(name, nxt, s) is False
+    exp = hwm.explain(name, nxt, s)
+    assert [p.name for p in exp.parts] == ["HW exposed by leader 1 is not below the HW consumers saw before"]
+    assert exp.parts[0].values["prev.hw_seen"] == 2 and exp.parts[0].values["exposed_hw[1]"] == 1
 
 
 def test_every_invariant_has_a_violation_test():
@@ -485,11 +590,10 @@ def test_every_invariant_has_a_violation_test():
 
 def test_committed_record_is_extended_never_rewritten():
     """A true leader exposing a different history must not overwrite the committed ghost."""
-    from kafkamc.spec.model import observe
     s = healthy_state()
     other = ((2, 3), (2, 4), (2, 5))
     s = replace(s, brokers=(replace(s.broker(1), log=other, hw=3, cache=((2, 0),), epoch=1),) + s.brokers[1:])
-    after = observe(s)
+    after = observe(CFG, s)
     assert after.ghost.committed == (1, 2)
     assert "NoCommittedDataLoss" in failing(CFG, after)
 

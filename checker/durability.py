@@ -1,0 +1,79 @@
+"""The durability arithmetic of RF and min.insync.replicas, computed by the checker.
+
+For each (RF, min ISR) two numbers, each the largest k for which the model shows it:
+- writes: an acks=all write is still acknowledged while k brokers are down (a reachability
+  search for AckedWith{k}Down, brokers lost by clean shutdown so no data goes with them);
+- durable: no acknowledged write is lost when k brokers crash hard and lose their unflushed
+  page cache (AckedWriteDurability holds in every reachable state).
+Followers may drop out of the ISR by lag (up to RF - 1 shrinks) as they do in production.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from kafkamc.checker.explorer import Limits
+from kafkamc.checker.run import run_check
+from kafkamc.spec.config import Config
+from kafkamc.spec.protocol import Protocol
+
+
+@dataclass
+class Cell:
+    rf: int
+    minisr: int
+    writes: Optional[int]          # None: a search hit the limit before deciding
+    durable: Optional[int]
+    states: int                    # distinct states explored for this cell, all runs
+    seed_writes: int               # the seed document's formula: max(RF - M, 0), M capped at RF
+    seed_durable: int              # min(RF - 1, RF - M)
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _base(rf: int, minisr: int, protocol: Protocol) -> dict:
+    return dict(rf=rf, minisr=minisr, protocol=protocol, max_records=1, max_isr_shrinks=rf - 1,
+                max_crashes=0, max_unclean_crashes=0, max_fences=0)
+
+
+def keeps_writing(rf: int, minisr: int, protocol: Protocol, limits: Limits) -> tuple[Optional[int], int]:
+    states, best = 0, 0
+    for k in range(1, rf + 1):
+        cfg = Config(**{**_base(rf, minisr, protocol), "max_crashes": k})
+        run = run_check(cfg, limits=limits, reach=(f"AckedWith{k}Down",))
+        states += run.result.distinct_states
+        if run.result.verdict == "incomplete":
+            return None, states
+        if run.result.verdict != "reached":
+            break
+        best = k
+    return best, states
+
+
+def loses_nothing(rf: int, minisr: int, protocol: Protocol, limits: Limits) -> tuple[Optional[int], int]:
+    states, best = 0, 0
+    for k in range(1, rf + 1):
+        cfg = Config(**{**_base(rf, minisr, protocol), "max_unclean_crashes": k})
+        run = run_check(cfg, limits=limits, invariants=["AckedWriteDurability"])
+        states += run.result.distinct_states
+        if run.result.verdict == "incomplete":
+            return None, states
+        if run.result.verdict != "holds":
+            break
+        best = k
+    return best, states
+
+
+def durability_table(rfs=(1, 2, 3), minisrs=(1, 2, 3), protocol: Protocol = Protocol(),
+                     limits: Limits = Limits(), on_cell: Callable[[Cell], None] = lambda c: None) -> list[Cell]:
+    cells = []
+    for rf in rfs:
+        for m in minisrs:
+            writes, s1 = keeps_writing(rf, m, protocol, limits)
+            durable, s2 = loses_nothing(rf, m, protocol, limits)
+            eff = min(m, rf)
+            cell = Cell(rf, m, writes, durable, s1 + s2, max(rf - eff, 0), min(rf - 1, rf - eff))
+            on_cell(cell)
+            cells.append(cell)
+    return cells
