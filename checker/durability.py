@@ -26,7 +26,7 @@ class Cell:
     durable: Optional[int]
     states: int                    # distinct states explored for this cell, all runs
     seed_writes: int               # the seed document's formula: max(RF - M, 0), M capped at RF
-    seed_durable: int              # min(RF - 1, RF - M)
+    seed_durable: int              # the seed table's rows: min(M, RF) - 1
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -73,7 +73,7 @@ def durability_table(rfs=(1, 2, 3), minisrs=(1, 2, 3), protocol: Protocol = Prot
             writes, s1 = keeps_writing(rf, m, protocol, limits)
             durable, s2 = loses_nothing(rf, m, protocol, limits)
             eff = min(m, rf)
-            cell = Cell(rf, m, writes, durable, s1 + s2, max(rf - eff, 0), min(rf - 1, rf - eff))
+            cell = Cell(rf, m, writes, durable, s1 + s2, max(rf - eff, 0), eff - 1)
             on_cell(cell)
             cells.append(cell)
     return cells

@@ -172,6 +172,36 @@ def list_protocols(as_json):
     return EXIT_HOLDS
 
 
+@cli.command("durability")
+@click.option("--max-rf", type=click.IntRange(1, 3), default=3, show_default=True,
+              help="compute rows for RF 1 up to this (RF 3 takes minutes)")
+@click.option("--protocol", "era", default=NEWEST, show_default=True, metavar="ERA", help="protocol preset")
+@click.option("--json", "as_json", is_flag=True, help="print the cells as JSON")
+def durability(max_rf, era, as_json):
+    """Compute the RF x min.insync.replicas durability table with the checker."""
+    from rich.table import Table
+    from kafkamc.checker.durability import durability_table
+    protocol = build_protocol(era, (), None)
+    console = Console(stderr=True)
+
+    def show(c):
+        if not as_json:
+            console.print(f"rf={c.rf} minisr={c.minisr}: writes through {c.writes}, "
+                          f"no acked loss through {c.durable} ({c.states:,} states)")
+    cells = durability_table(rfs=tuple(range(1, max_rf + 1)), protocol=protocol, on_cell=show)
+    if as_json:
+        click.echo(json.dumps([c.to_dict() for c in cells], indent=1))
+        return EXIT_HOLDS
+    table = Table(title=f"durability, computed (protocol {protocol.era()})")
+    for col in ("RF", "min ISR", "keeps accepting acks=all writes through the loss of k brokers",
+                "loses no acknowledged write through the loss of k brokers", "seed table (writes / no loss)"):
+        table.add_column(col)
+    for c in cells:
+        table.add_row(str(c.rf), str(c.minisr), str(c.writes), str(c.durable), f"{c.seed_writes} / {c.seed_durable}")
+    Console().print(table)
+    return EXIT_HOLDS
+
+
 @cli.command("invariants")
 def list_invariants():
     """List the invariants with what each one means."""

@@ -62,6 +62,7 @@ class View:
                           for i in range(R)]
         self.acked = {r: self._bool(f"acked[{r}]", f"bool({n}_g.acked & {1 << (r - 1)})") for r in range(1, R + 1)}
         self.hw_seen = self._int("hw_seen", f"{n}_g.hw_seen")
+        self.acked_down = self._int("acked_down", f"{n}_g.acked_down")
 
     def _int(self, name: str, source: str) -> z3.ArithRef:
         return self._add(name, z3.Int(self.prefix + name), source)

@@ -14,6 +14,12 @@ from kafkamc.spec.log import UNDEFINED, append, end_offset_for_epoch, truncate, 
 from kafkamc.spec.state import NO_LEADER, Broker, FetchResponse, State, bit, members, size
 
 
+# fetch.max.bytes in the model: an answer carries at most one record (one producer batch).
+# Smaller answers leave a follower behind the offset it fetched from, the window in which
+# KAFKA-7128 let a follower into the ISR without the records below the new epoch's start.
+FETCH_MAX_RECORDS = 1
+
+
 def hw_isr(cfg: Config, br: Broker) -> int:
     """The ISR the leader computes its HW over while an AlterPartition may be in flight."""
     if cfg.rule("hw_pending_isr") == "maximal":
@@ -36,18 +42,21 @@ def advance_leader_hw(cfg: Config, state: State, b: int) -> State:
             new_hw = min(new_hw, br.views[f - 1])
     if new_hw <= br.hw:
         return state
-    acked = state.ghost.acked
+    acked, acked_down = state.ghost.acked, state.ghost.acked_down
+    down_now = sum(1 for other in state.brokers if not other.alive)
     waiting = []
-    for offset, rec in br.purgatory:
+    for entry in br.purgatory:
+        offset, rec, down = entry
         if offset < new_hw:
             if size(isr) >= cfg.effective_minisr:
                 acked |= 1 << (rec - 1)
+                acked_down = max(acked_down, min(down, down_now))   # down through append and ack
             # else: NOT_ENOUGH_REPLICAS_AFTER_APPEND, the producer is told the write failed
         else:
-            waiting.append((offset, rec))
+            waiting.append(entry)
     nxt = state.with_broker(b, replace(br, hw=new_hw, purgatory=tuple(waiting)))
     if acked != state.ghost.acked:
-        nxt = replace(nxt, ghost=replace(nxt.ghost, acked=acked))
+        nxt = replace(nxt, ghost=replace(nxt.ghost, acked=acked, acked_down=acked_down))
     return nxt
 
 
@@ -69,7 +78,10 @@ def produce(cfg: Config, state: State, a: Produce) -> Optional[State]:
     if cfg.acks == "1":
         ghost = replace(ghost, acked=ghost.acked | 1 << (a.record - 1))
     elif cfg.acks == "all":
-        br = replace(br, purgatory=br.purgatory + ((offset, a.record),))
+        # The ghost count of brokers down at append time lets the durability table ask
+        # whether writes are still acknowledged with k brokers lost.
+        down = sum(1 for other in state.brokers if not other.alive)
+        br = replace(br, purgatory=br.purgatory + ((offset, a.record, down),))
     nxt = replace(state.with_broker(b, br), ghost=ghost,
                   budget=replace(state.budget, records=state.budget.records + 1))
     return advance_leader_hw(cfg, nxt, b)
@@ -114,7 +126,7 @@ def leader_handle_fetch(cfg: Config, state: State, ld: int, f: int, fol: Broker)
     lead = replace(lead, views=tuple(views), vbepochs=tuple(vbepochs))
     state = advance_leader_hw(cfg, state.with_broker(ld, lead), ld)
     lead = state.broker(ld)
-    return state, FetchResponse(ld, lead.epoch, fetch_offset, records=lead.log[fetch_offset:], hw=lead.hw)
+    return state, FetchResponse(ld, lead.epoch, fetch_offset, records=lead.log[fetch_offset:fetch_offset + FETCH_MAX_RECORDS], hw=lead.hw)
 
 
 def follower_handle_fetch_response(fol: Broker, resp: FetchResponse) -> Broker:

@@ -90,7 +90,7 @@ class Broker:
     views: tuple = ()        # follower LEO as learned from fetch requests, UNKNOWN until then
     vbepochs: tuple = ()     # follower broker epoch sent with its last fetch (KIP-903)
     pending: int = 0         # ISR proposed in an AlterPartition still in flight (0 = none)
-    purgatory: tuple = ()    # acks=all produce requests waiting: ((offset, record id), ...)
+    purgatory: tuple = ()    # acks=all requests waiting: ((offset, record id, brokers down at append), ...)
     # The AlterPartition response in flight to this leader (Kafka keeps one outstanding).
     alter: Optional[AlterPartitionResponse] = None
     # Follower-only state.
@@ -113,6 +113,7 @@ class Ghost:
     acked: int = 0           # bitmask over record ids acknowledged to a producer
     committed: tuple = ()    # the longest log prefix a true leader ever declared committed
     hw_seen: int = 0         # the highest HW a consumer observed from the true leader
+    acked_down: int = 0      # most brokers down all the way from an acks=all append to its ack
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +143,7 @@ class State:
                    b.alter and (b.alter.epoch, b.alter.ok, b.alter.isr, b.alter.pepoch, b.alter.error),
                    b.truncating, b.stalled, b.clean)
                   for b in self.brokers),
-            (g.acked, g.committed, g.hw_seen),
+            (g.acked, g.committed, g.hw_seen, g.acked_down),
             (u.records, u.crashes, u.unclean, u.fences, u.shrinks),
         )
 

@@ -417,7 +417,7 @@ def test_no_split_brain_divergence_below_both_hws():
 def test_no_split_brain_zombie_without_commit_is_harmless():
     """A zombie that took a write but could not commit it (HW 0) breaks nothing yet."""
     s = zombie_state()
-    s = s.with_broker(1, replace(s.broker(1), hw=0, purgatory=((0, 1),)))
+    s = s.with_broker(1, replace(s.broker(1), hw=0, purgatory=((0, 1, 0),)))
     s = replace(s, ghost=Ghost())
     assert failing(FENCE, s) == set()
 

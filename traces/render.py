@@ -55,7 +55,7 @@ def broker_row(state: State, b: int) -> dict:
         views = " ".join(f"{f}:{'?' if v == UNKNOWN else v}" for f, v in enumerate(br.views, 1) if f != b)
         extra = f"start {br.start}; follower LEOs {views}"
         if br.purgatory:
-            extra += "; waiting acks " + ",".join(f"r{r}" for _, r in br.purgatory)
+            extra += "; waiting acks " + ",".join(f"r{r}" for _, r, _ in br.purgatory)
         if br.alter is not None:
             a = br.alter
             extra += "; AlterPartition reply " + (f"ok {_ids(a.isr)}" if a.ok else a.error) + " in flight"
