@@ -33,7 +33,7 @@ class Cell:
 
 
 def _base(rf: int, minisr: int, protocol: Protocol) -> dict:
-    return dict(rf=rf, minisr=minisr, protocol=protocol, max_records=1, max_isr_shrinks=rf - 1,
+    return dict(rf=rf, minisr=minisr, protocol=protocol, track_down=True, max_records=1, max_isr_shrinks=rf - 1,
                 max_crashes=0, max_unclean_crashes=0, max_fences=0)
 
 

@@ -68,14 +68,15 @@ def catalog(cfg: Config) -> tuple[Reachable, ...]:
                   and c.max_isr_shrinks + _crashes(c) >= 3),
         Reachable("RecoveringElection", "an unclean or last-known-leader election leaves the partition RECOVERING",
                   recovering_election,
-                  lambda c: _crashes(c) >= 2 and (c.unclean or (elr and c.max_unclean_crashes >= 1))),
+                  lambda c: _crashes(c) >= 2 and _crashes(c) + c.max_isr_shrinks >= c.rf
+                  and (c.unclean or (elr and c.max_unclean_crashes >= 1))),
         Reachable("Recovered", "a RECOVERING partition recovers when its leader expands the ISR", recovered,
                   lambda c: False),
         Reachable("HealthyFollowerShrunk",
                   "a follower that is alive, registered and not stalled is removed from the ISR", healthy_follower_shrunk,
                   lambda c: False),
     ]
-    for k in range(1, cfg.rf + 1):
+    for k in range(1, cfg.rf + 1 if cfg.track_down else 1):
         props.append(Reachable(f"AckedWith{k}Down", f"an acks=all write is appended and acknowledged while {k} broker(s) are down",
                                acked_with_down(k), lambda c: False))
     return tuple(props)

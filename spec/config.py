@@ -21,6 +21,9 @@ class Config:
     acks: str = "all"            # producer acks: "all" (-1), "1" or "0"
     unclean: bool = False        # unclean.leader.election.enable
     protocol: Protocol = field(default_factory=Protocol)   # the rules of one Kafka era
+    # A ghost for the durability table: how many brokers stayed down across an acks=all
+    # write from append to ack. Off by default because it splits otherwise equal states.
+    track_down: bool = False
     # Bounds: each is a budget the search may spend, not a requirement.
     max_records: int = 2         # produce requests that may be appended
     max_crashes: int = 0         # clean shutdowns (the log survives whole)

@@ -43,7 +43,7 @@ def advance_leader_hw(cfg: Config, state: State, b: int) -> State:
     if new_hw <= br.hw:
         return state
     acked, acked_down = state.ghost.acked, state.ghost.acked_down
-    down_now = sum(1 for other in state.brokers if not other.alive)
+    down_now = sum(1 for other in state.brokers if not other.alive) if cfg.track_down else 0
     waiting = []
     for entry in br.purgatory:
         offset, rec, down = entry
@@ -80,7 +80,7 @@ def produce(cfg: Config, state: State, a: Produce) -> Optional[State]:
     elif cfg.acks == "all":
         # The ghost count of brokers down at append time lets the durability table ask
         # whether writes are still acknowledged with k brokers lost.
-        down = sum(1 for other in state.brokers if not other.alive)
+        down = sum(1 for other in state.brokers if not other.alive) if cfg.track_down else 0
         br = replace(br, purgatory=br.purgatory + ((offset, a.record, down),))
     nxt = replace(state.with_broker(b, br), ghost=ghost,
                   budget=replace(state.budget, records=state.budget.records + 1))

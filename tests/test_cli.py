@@ -24,7 +24,9 @@ def test_small_check_holds_with_json(tmp_path):
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["verdict"] == "holds"
-    assert out["distinct_states"] == 2510 and out["depth"] == 19
+    assert out["distinct_states"] == 5821 and out["depth"] == 21
+    assert out["protocol"]["era"] == "4.1.0" and out["protocol"]["rules"]["elr"] == "on"
+    assert out["reached"]["ElrElection"] == 3 and out["vacuity_warnings"] == []
     assert out["states_generated"] > out["distinct_states"]
     assert out["violation"] is None
     assert out["config"]["rf"] == 2 and out["bounds"]["max_records"] == 2
@@ -39,19 +41,19 @@ def test_violation_saves_a_trace_that_replays(tmp_path):
     out = json.loads(p.stdout)
     assert out["verdict"] == "violated"
     v = out["violation"]
-    assert v["invariant"] == "NoCommittedDataLoss" and v["length"] == 6
+    assert v["invariant"] == "NoCommittedDataLoss" and v["length"] == 8
     assert v["trace_file"] == str(trace) and trace.exists()
     assert v["explanation"]["failed_parts"][0]["part"] == "broker 2 in the ISR holds committed offset 0"
     r = kafkamc("trace", "replay", str(trace))
     assert r.returncode == 0
-    assert "replayed 6 steps: a real path of the model; NoCommittedDataLoss is violated" in r.stdout
+    assert "replayed 8 steps: a real path of the model; NoCommittedDataLoss is violated" in r.stdout
 
 
 def test_rendered_counterexample(tmp_path):
     p = kafkamc("check", "--acks", "1", "--quiet", "--trace-out", str(tmp_path / "a.json"))
     assert p.returncode == 1
     text = p.stdout
-    for expected in ("step 0: Init", "step 1: Produce(leader=1, record=1)", "step 2: BrokerCrash(broker=1)",
+    for expected in ("step 0: Init", "step 1: Produce(leader=1, record=1)", "step 2: BrokerCrash(broker=1, keep=0)",
                      "step 3: MetadataUpdate(broker=2)", "VIOLATED AckedWriteDurability",
                      "fails: acknowledged record 1 is in leader 2's log",
                      "violated: AckedWriteDurability after 3 steps (shortest: yes)"):
@@ -69,11 +71,53 @@ def test_limits_exit_3(tmp_path):
 
 
 def test_human_summary_names_bounds_and_coverage(tmp_path):
-    p = kafkamc("check", "--rf", "2", "--minisr", "1", "--quiet", cwd=tmp_path)
+    p = kafkamc("check", "--rf", "2", "--minisr", "2", "--quiet", cwd=tmp_path)
     assert p.returncode == 0
-    assert "bounds: max_records=2, max_crashes=1, max_unclean_crashes=0, max_fences=0, max_isr_shrinks=2" in p.stdout
+    assert "bounds: max_records=2, max_crashes=0, max_unclean_crashes=1, max_fences=0, max_isr_shrinks=2" in p.stdout
+    assert "protocol: 4.1.0 (rules as of Kafka 4.1.0)" in p.stdout
     assert "warning: action ControllerFenceBroker never fired" in p.stdout
+    assert "OffsetsForLeaderEpoch never fired" not in p.stdout     # not used by the newest truncation rule
+    assert "reached: HighWatermarkAdvances (3 steps), ElrElection (3 steps)" in p.stdout
     assert "holds: every invariant" in p.stdout
+
+
+def test_protocol_flags_and_presets(tmp_path):
+    p = kafkamc("check", "--rf", "3", "--minisr", "2", "--max-records", "1", "--no-elr", "--json", "--quiet",
+                "--trace-out", str(tmp_path / "t.json"))
+    assert p.returncode == 1, p.stderr
+    out = json.loads(p.stdout)
+    assert out["protocol"]["era"] == "3.7.0" and out["protocol"]["rules"]["elr"] == "off"   # newest minus ELR
+    assert out["violation"]["invariant"] == "HighWatermarkMonotonic" and out["violation"]["length"] == 10
+    p = kafkamc("check", "--rf", "2", "--minisr", "2", "--max-records", "1", "--protocol", "0.8.2",
+                "--rule", "isr_lag=time", "--quiet", "--json", cwd=tmp_path)
+    assert json.loads(p.stdout)["protocol"]["rules"]["truncation"] == "hw"
+    p = kafkamc("protocols")
+    assert p.returncode == 0
+    assert "0.8.2: isr_lag=messages, truncation=hw" in p.stdout
+    assert "4.1.0 (newest, the default): every rule at its newest behaviour" in p.stdout
+    out = json.loads(kafkamc("protocols", "--json").stdout)
+    assert out["newest"] == "4.1.0" and out["presets"]["2.8.0"]["truncation"] == "diverging_epoch"
+
+
+def test_reach_saves_a_witness(tmp_path):
+    w = tmp_path / "w.json"
+    p = kafkamc("check", "--rf", "2", "--minisr", "2", "--max-records", "1", "--reach", "ElrElection",
+                "--quiet", "--trace-out", str(w))
+    assert p.returncode == 0, p.stderr
+    assert "reached: ElrElection; shortest witness saved to" in p.stdout
+    r = kafkamc("trace", "replay", str(w))
+    assert r.returncode == 0 and "replayed 3 steps" in r.stdout
+    p = kafkamc("check", "--rf", "2", "--minisr", "2", "--max-records", "1", "--reach", "HealthyFollowerShrunk",
+                "--quiet", "--trace-out", str(w))
+    assert p.returncode == 1 and "unreachable: HealthyFollowerShrunk" in p.stdout
+
+
+def test_durability_table_small(tmp_path):
+    p = kafkamc("durability", "--max-rf", "2", "--json")
+    assert p.returncode == 0, p.stderr
+    cells = {(c["rf"], c["minisr"]): (c["writes"], c["durable"]) for c in json.loads(p.stdout)}
+    assert cells == {(1, 1): (0, 0), (1, 2): (0, 0), (1, 3): (0, 0),
+                     (2, 1): (1, 0), (2, 2): (0, 1), (2, 3): (0, 1)}
 
 
 def test_invariants_listed():
@@ -85,7 +129,11 @@ def test_invariants_listed():
 
 
 BAD = [
-    (["check", "--rf", "3", "--minisr", "4"], "--minisr 4 exceeds --rf 3"),
+    (["check", "--protocol", "9.9"], "unknown protocol preset '9.9'"),
+    (["check", "--rule", "elr=maybe"], "rule elr has no behaviour 'maybe'"),
+    (["check", "--rule", "nope=1"], "unknown protocol rule 'nope'"),
+    (["check", "--rule", "elr"], "--rule expects NAME=VALUE"),
+    (["check", "--reach", "Nope"], "unknown reachability property 'Nope'"),
     (["check", "--rf", "0"], "--rf must be at least 1"),
     (["check", "--max-crashes", "-1"], "--max-crashes must not be negative"),
     (["check", "--acks", "2"], "Invalid value for '--acks'"),
@@ -141,7 +189,7 @@ def test_bench_prints_states_per_second():
     p = kafkamc("bench", "--json")
     assert p.returncode == 0
     out = json.loads(p.stdout)
-    assert out["verdict"] == "holds" and out["distinct_states"] == 68929 and out["distinct_states_per_s"] > 0
+    assert out["verdict"] == "holds" and out["distinct_states"] == 267241 and out["distinct_states_per_s"] > 0
 
 
 pytestmark = pytest.mark.filterwarnings("ignore")

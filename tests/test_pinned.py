@@ -11,24 +11,29 @@ from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
 
-# (configuration, distinct states, BFS depth) for configurations where every invariant holds
+DEFAULT_STATES, DEFAULT_DEPTH = 267241, 27   # `kafkamc check --rf 3 --minisr 2`
+
+# (configuration, distinct states, BFS depth) for configurations where every invariant holds.
+# Default bounds: two records, one hard crash (page cache lost), two ISR shrinks; protocol: newest.
 HOLDS = [
-    (dict(rf=1, minisr=1), 12, 4),
-    (dict(rf=2, minisr=1), 1918, 19),
-    (dict(rf=2, minisr=2), 2510, 19),
-    pytest.param(dict(rf=3, minisr=2, max_records=1), 12267, 20, marks=pytest.mark.slow),
-    pytest.param(dict(rf=2, minisr=2, max_records=1, max_fences=1), 13475, 24, marks=pytest.mark.slow),
-    pytest.param(dict(rf=3, minisr=2), 68929, 24, marks=pytest.mark.slow),   # the default check
+    (dict(rf=1, minisr=1, max_unclean_crashes=0, max_crashes=1), 12, 4),
+    (dict(rf=2, minisr=1, max_unclean_crashes=0, max_crashes=1), 2392, 22),
+    (dict(rf=2, minisr=2), 5821, 21),
+    (dict(rf=2, minisr=2, max_records=1, max_crashes=2, max_unclean_crashes=0, max_isr_shrinks=1), 3668, 20),
+    pytest.param(dict(rf=3, minisr=2, max_records=1), 45328, 23, marks=pytest.mark.slow),
+    pytest.param(dict(rf=2, minisr=2, max_records=1, max_crashes=1, max_unclean_crashes=0, max_fences=1), 22195, 25,
+                 marks=pytest.mark.slow),
+    pytest.param(dict(rf=3, minisr=2), DEFAULT_STATES, DEFAULT_DEPTH, marks=pytest.mark.slow),   # the default check
 ]
 
 # (configuration, invariant, length of the shortest counterexample)
 VIOLATED = [
-    (dict(rf=2, minisr=1, unclean=True), "NoCommittedDataLoss", 4),
-    (dict(rf=3, minisr=1, unclean=True), "NoCommittedDataLoss", 6),
-    (dict(rf=3, minisr=2, acks="1"), "AckedWriteDurability", 3),
-    # The last ISR member loses its unflushed tail and is re-elected: Kafka before KIP-966.
-    (dict(rf=2, minisr=2, max_unclean_crashes=1), "HighWatermarkMonotonic", 6),
-    (dict(rf=3, minisr=2, max_records=1, max_unclean_crashes=1), "HighWatermarkMonotonic", 8),
+    (dict(rf=2, minisr=1, unclean=True), "NoCommittedDataLoss", 5),
+    (dict(rf=3, minisr=2, acks="1", max_records=1), "AckedWriteDurability", 3),
+    # One copy, lost with the page cache: the last known leader comes back RECOVERING (KIP-966).
+    (dict(rf=1, minisr=1), "HighWatermarkMonotonic", 3),
+    # Both replicas lose their page cache: a correlated failure that min ISR 2 cannot cover.
+    (dict(rf=2, minisr=2, max_unclean_crashes=2), "HighWatermarkMonotonic", 6),
 ]
 
 
