@@ -6,14 +6,18 @@ removes a behaviour that the invariants are about, unless noted):
 - Offsets are exclusive: the LEO is the log length and the HW is the first offset not
   yet committed. Records are unique ids 1..max_records with the leader epoch they were
   written in; there are no batches, segments or log start offset.
-- There are no clocks. A follower's lag is a nondeterministic choice: a leader may ask
-  to drop any follower whose LEO (as the leader knows it) is behind the leader's LEO.
-  Session expiry is the bounded event ControllerFenceBroker.
+- There are no clocks. "Stuck or slow for replica.lag.time.max.ms" is the event
+  ReplicaStall, which its next fetch ends; a leader may drop a stalled follower that is
+  behind its LEO (and, under the old message rule, any follower more than one record
+  behind: replica.lag.max.messages is 1 in the model). Session expiry is the bounded
+  event ControllerFenceBroker.
 - Fetch is one step: the leader handles the request (learning the follower's LEO from
   its fetch offset, never from the response) and the follower handles the answer. The
   answer only changes the follower's log and HW, which no other step reads before it
   lands (a metadata change or crash would drop it), so delivering it at once loses no
-  behaviour the invariants can see. An answer carries every record the leader has.
+  behaviour the invariants can see. An answer carries at most one record (fetch.max.bytes
+  as one producer batch), so a follower can be behind the offset it was seen at.
+  OffsetsForLeaderEpoch (older truncation rules) is one step in the same way.
 - An AlterPartition request and the controller's decision are one step; the response
   travels separately, and the leader keeps the proposed ISR as pending until then
   (maximal ISR for the HW). A leader has at most one AlterPartition in flight.
@@ -21,10 +25,17 @@ removes a behaviour that the invariants are about, unless noted):
   controller state. A broker applies the latest metadata in one step (MetadataUpdate),
   possibly much later than it was written, so it may act on stale metadata (zombie).
   Intermediate versions it skipped are not applied one by one.
-- A crash is a broker process dying; the controller notices in the same step (it fences
-  the broker, drops it from the ISR unless it is the last member, and re-elects). A crash
-  that loses the page cache keeps only a prefix of the log (no flush happens between
-  appends, as Kafka does not fsync each write); the HW checkpoint is cut to that prefix.
+- A broker stops in one of two ways: a clean shutdown (the log flushed whole) or a hard
+  crash (kill -9, power loss) that keeps only a prefix of the log, possibly all of it (no
+  flush happens between appends, as Kafka does not fsync each write); the HW checkpoint
+  is cut to that prefix, and the next registration tells the controller the shutdown was
+  unclean. The controller notices either in the same step: it fences the broker, drops it
+  from the ISR (without ELR, never the last member) and re-elects.
+- Protocol rules that changed in Kafka's history are values of Config.protocol (see
+  protocol.py), never alternative code paths left commented out. The RECOVERING state
+  (KIP-704, Kafka 3.2) and the rule that fenced brokers cannot join the ISR (KIP-841,
+  Kafka 3.3) apply in every era: the first only marks an unclean election, the second
+  is what any controller in the model checks.
 - A restarted broker has replayed the metadata log before it serves: it acts on the
   controller's latest metadata at once.
 - Producers are not modelled as processes: a produce request reaches the broker that

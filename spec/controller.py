@@ -121,7 +121,7 @@ def handle_alter_partition(cfg: Config, state: State, epoch: int, pepoch: int, p
     if added and not c.registered & added:
         return state, AlterPartitionResponse(epoch, False, 0, 0, "INELIGIBLE_REPLICA")
     if added and cfg.rule("isr_join_broker_epoch") == "checked" and c.bepochs[members(added)[0] - 1] != added_bepoch:
-        return state, AlterPartitionResponse(epoch, False, 0, 0, "STALE_BROKER_EPOCH")
+        return state, AlterPartitionResponse(epoch, False, 0, 0, "INELIGIBLE_REPLICA")  # KIP-903: stale broker epoch
     nxt = partition_change(cfg, state, replace(c, isr=proposed, recovering=False))[0]  # leader stays: one outcome
     after = nxt.controller
     return nxt, AlterPartitionResponse(epoch, True, after.isr, after.pepoch)
