@@ -9,7 +9,7 @@ from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
 
-BENCH_CONFIG = Config(rf=3, minisr=2, max_records=2, max_crashes=1, max_isr_shrinks=2, max_fences=0)
+BENCH_CONFIG = Config()   # the default check: `kafkamc check --rf 3 --minisr 2`
 
 
 def run_bench(cfg: Config = BENCH_CONFIG) -> dict:
