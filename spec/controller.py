@@ -27,50 +27,50 @@ def maintain_elr(cfg: Config, before: Controller, c: Controller) -> Controller:
     return replace(c, elr=(c.elr | before.isr) & ~c.isr, lastelr=lastelr)
 
 
-def elect(cfg: Config, c: Controller) -> list[Controller]:
-    """Elect a leader for a leaderless partition; several results for unclean choices.
+def elect(cfg: Config, c: Controller) -> Controller:
+    """Elect a leader for a leaderless partition (PartitionChangeBuilder.electAnyLeader).
 
-    Order (electAnyLeader): the first registered ISR member in assignment order; with ELR
-    on and the ISR empty, the first registered ELR member, which becomes the ISR alone;
-    then the last known leader if registered; then, if unclean election is on, any
-    registered replica. The last two may lack committed records: the partition is
-    RECOVERING until its leader expands the ISR.
+    Order: the first registered ISR member in assignment order; with the ISR empty, the
+    first registered ELR member, which becomes the ISR alone; with the ISR and the ELR
+    empty (fenced members count), the last known leader if registered; then, if unclean
+    election is on, the first registered replica. The last two may lack committed
+    records: the partition is RECOVERING until its leader expands the ISR.
     """
     if c.leader != NO_LEADER:
-        return [c]
+        return c
     clean = [b for b in members(c.isr) if c.registered & bit(b)]
     if clean:
-        return [replace(c, leader=clean[0], epoch=c.epoch + 1)]
+        return replace(c, leader=clean[0])
     if not c.isr:
         eligible = [b for b in members(c.elr) if c.registered & bit(b)]
         if eligible:
             b = eligible[0]
-            return [replace(c, leader=b, epoch=c.epoch + 1, isr=bit(b), elr=c.elr & ~bit(b))]
-        if c.lastelr & c.registered:
-            b = members(c.lastelr)[0]
-            return [replace(c, leader=b, epoch=c.epoch + 1, isr=bit(b), recovering=True)]
-    if cfg.unclean:
-        return [replace(c, leader=b, epoch=c.epoch + 1, isr=bit(b), elr=0, lastelr=0, recovering=True)
-                for b in members(c.registered)]
-    return [c]               # offline: no eligible leader
+            return replace(c, leader=b, isr=bit(b), elr=c.elr & ~bit(b))
+        if not c.elr and c.lastelr & c.registered:
+            return replace(c, leader=members(c.lastelr)[0], isr=c.lastelr, recovering=True)
+    if cfg.unclean and c.registered:
+        b = members(c.registered)[0]
+        return replace(c, leader=b, isr=bit(b), elr=0, lastelr=0, recovering=True)
+    return c                 # offline: no eligible leader
 
 
-def partition_change(cfg: Config, state: State, c: Controller) -> list[State]:
-    """Apply a controller change, keep the ELR, elect if leaderless, bump the partition epoch once."""
+def partition_change(cfg: Config, state: State, c: Controller) -> State:
+    """Apply a controller change, keep the ELR, elect if leaderless, and bump the epochs once:
+    the leader epoch on any change of leader (to none included), the partition epoch on any
+    change at all."""
     before = state.controller
-    c = maintain_elr(cfg, before, c)
-    out = []
-    for nc in elect(cfg, c):
-        if nc.leader != NO_LEADER and nc.lastelr:
-            nc = replace(nc, lastelr=0)          # a led partition needs no last known leader
-        if (nc.leader, nc.epoch, nc.isr, nc.elr, nc.lastelr, nc.recovering) != \
-                (before.leader, before.epoch, before.isr, before.elr, before.lastelr, before.recovering):
-            nc = replace(nc, pepoch=before.pepoch + 1)
-        out.append(replace(state, controller=nc))
-    return out
+    c = elect(cfg, maintain_elr(cfg, before, c))
+    if c.leader != NO_LEADER and c.lastelr:
+        c = replace(c, lastelr=0)          # a led partition needs no last known leader
+    if c.leader != before.leader:
+        c = replace(c, epoch=before.epoch + 1)
+    if (c.leader, c.epoch, c.isr, c.elr, c.lastelr, c.recovering) != \
+            (before.leader, before.epoch, before.isr, before.elr, before.lastelr, before.recovering):
+        c = replace(c, pepoch=before.pepoch + 1)
+    return replace(state, controller=c)
 
 
-def fence(cfg: Config, state: State, b: int) -> list[State]:
+def fence(cfg: Config, state: State, b: int) -> State:
     """Unregister b and drop it from the ISR, then re-elect if it led.
 
     Without ELR the last ISR member stays in the ISR even when fenced (Kafka never
@@ -84,7 +84,7 @@ def fence(cfg: Config, state: State, b: int) -> list[State]:
     return partition_change(cfg, state, replace(c, registered=c.registered & ~bit(b), isr=isr, leader=leader))
 
 
-def register(cfg: Config, state: State, b: int, clean_shutdown: bool) -> list[State]:
+def register(cfg: Config, state: State, b: int, clean_shutdown: bool) -> State:
     """A broker registers with a new broker epoch and is unfenced.
 
     A broker whose previous life ended in an unclean shutdown may have lost records below
@@ -100,7 +100,7 @@ def register(cfg: Config, state: State, b: int, clean_shutdown: bool) -> list[St
     return partition_change(cfg, state, c)
 
 
-def unfence(cfg: Config, state: State, b: int) -> list[State]:
+def unfence(cfg: Config, state: State, b: int) -> State:
     c = state.controller
     return partition_change(cfg, state, replace(c, registered=c.registered | bit(b)))
 
@@ -122,6 +122,6 @@ def handle_alter_partition(cfg: Config, state: State, epoch: int, pepoch: int, p
         return state, AlterPartitionResponse(epoch, False, 0, 0, "INELIGIBLE_REPLICA")
     if added and cfg.rule("isr_join_broker_epoch") == "checked" and c.bepochs[members(added)[0] - 1] != added_bepoch:
         return state, AlterPartitionResponse(epoch, False, 0, 0, "INELIGIBLE_REPLICA")  # KIP-903: stale broker epoch
-    nxt = partition_change(cfg, state, replace(c, isr=proposed, recovering=False))[0]  # leader stays: one outcome
+    nxt = partition_change(cfg, state, replace(c, isr=proposed, recovering=False))
     after = nxt.controller
     return nxt, AlterPartitionResponse(epoch, True, after.isr, after.pepoch)

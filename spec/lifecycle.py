@@ -23,8 +23,11 @@ def become_leader(cfg: Config, state: State, b: int) -> State:
     """makeLeader: the new epoch starts at our LEO; follower positions are unknown."""
     c = state.controller
     br = _as_follower(state.broker(b))
+    cache = br.cache
+    if cfg.rule("leader_epoch_cache") == "on_election":
+        cache = assign_epoch(cache, c.epoch, br.leo)   # KAFKA-7415; before it, only an append records the epoch
     br = replace(br, leader=b, epoch=c.epoch, pepoch=c.pepoch, isr=c.isr,
-                 start=br.leo, cache=assign_epoch(br.cache, c.epoch, br.leo), truncating=False,
+                 start=br.leo, cache=cache, truncating=False,
                  stalled=False, views=(UNKNOWN,) * cfg.rf, vbepochs=(0,) * cfg.rf)
     return advance_leader_hw(cfg, state.with_broker(b, br), b)
 
@@ -35,7 +38,10 @@ def become_follower(cfg: Config, state: State, b: int) -> State:
     A follower keeps only the leader and its epoch: the ISR matters to a leader alone.
     """
     c = state.controller
-    br = replace(_as_follower(state.broker(b)), leader=c.leader, epoch=c.epoch, pepoch=0, isr=0)
+    old = state.broker(b)
+    br = replace(_as_follower(old), leader=c.leader, epoch=c.epoch, pepoch=0, isr=0)
+    if old.leader == c.leader and cfg.rule("truncate_on") == "leader_change":
+        return state.with_broker(b, br)       # before KAFKA-7164: same leader, new epoch, no truncation
     rule = cfg.rule("truncation")
     if rule == "hw":
         log, cache = truncate(br.log, br.cache, br.hw)      # before KIP-101: back to our own HW
@@ -68,7 +74,7 @@ def metadata_stale(state: State, b: int) -> bool:
     return (br.leader, br.epoch) != (c.leader, c.epoch)
 
 
-def broker_crash(cfg: Config, state: State, a: BrokerCrash) -> list[State]:
+def broker_crash(cfg: Config, state: State, a: BrokerCrash) -> Optional[State]:
     """keep = None: a clean shutdown, the log flushed whole. Otherwise a hard crash (kill -9,
     power loss): only the first `keep` records had reached disk, and the next registration
     tells the controller the shutdown was unclean."""
@@ -76,15 +82,15 @@ def broker_crash(cfg: Config, state: State, a: BrokerCrash) -> list[State]:
     br = state.broker(b)
     budget = state.budget
     if not br.alive:
-        return []
+        return None
     if a.keep is None:
         if budget.crashes >= cfg.max_crashes:
-            return []
+            return None
         budget = replace(budget, crashes=budget.crashes + 1)
         log, cache, hw = br.log, br.cache, br.hw
     else:
         if budget.unclean >= cfg.max_unclean_crashes or not 0 <= a.keep <= br.leo:
-            return []
+            return None
         budget = replace(budget, unclean=budget.unclean + 1)
         log, cache = truncate(br.log, br.cache, a.keep)
         hw = min(br.hw, a.keep)
@@ -93,15 +99,15 @@ def broker_crash(cfg: Config, state: State, a: BrokerCrash) -> list[State]:
     return fence(cfg, replace(state.with_broker(b, dead), budget=budget), b)
 
 
-def broker_restart(cfg: Config, state: State, a: BrokerRestart) -> list[State]:
+def broker_restart(cfg: Config, state: State, a: BrokerRestart) -> Optional[State]:
     """Register with a new broker epoch; the broker catches up on metadata before it serves."""
     b = a.broker
     br = state.broker(b)
     if br.alive:
-        return []
+        return None
     bepoch = state.controller.bepochs[b - 1] + 1
     fresh = Broker(alive=True, bepoch=bepoch, log=br.log, cache=br.cache, hw=min(br.hw, br.leo))
-    return [_catch_up(cfg, s, b) for s in register(cfg, state.with_broker(b, fresh), b, br.clean)]
+    return _catch_up(cfg, register(cfg, state.with_broker(b, fresh), b, br.clean), b)
 
 
 def _catch_up(cfg: Config, state: State, b: int) -> State:
@@ -109,17 +115,17 @@ def _catch_up(cfg: Config, state: State, b: int) -> State:
     return metadata_update(cfg, state, MetadataUpdate(b)) or state
 
 
-def controller_fence_broker(cfg: Config, state: State, a: ControllerFenceBroker) -> list[State]:
+def controller_fence_broker(cfg: Config, state: State, a: ControllerFenceBroker) -> Optional[State]:
     b = a.broker
     if not state.broker(b).alive or not state.controller.registered & bit(b):
-        return []
+        return None
     if state.budget.fences >= cfg.max_fences:
-        return []
+        return None
     return fence(cfg, replace(state, budget=replace(state.budget, fences=state.budget.fences + 1)), b)
 
 
-def broker_heartbeat(cfg: Config, state: State, a: BrokerHeartbeat) -> list[State]:
+def broker_heartbeat(cfg: Config, state: State, a: BrokerHeartbeat) -> Optional[State]:
     b = a.broker
     if not state.broker(b).alive or state.controller.registered & bit(b):
-        return []
+        return None
     return unfence(cfg, state, b)

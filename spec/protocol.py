@@ -32,6 +32,14 @@ RULES: tuple[Rule, ...] = (
          "or learn the diverging epoch from every fetch response",
          (("leader_epoch", "0.11.0", "KIP-101"), ("leader_epoch_kip279", "2.0.0", "KIP-279"),
           ("diverging_epoch", "2.8.0", "KAFKA-10554"))),
+    Rule("leader_epoch_cache", ("on_append", "on_election"),
+         "when a new leader records its epoch in its leader-epoch cache: at its first append "
+         "in the epoch, or as soon as it is elected",
+         (("on_election", "2.0.1", "KAFKA-7415"),)),
+    Rule("truncate_on", ("leader_change", "epoch_change"),
+         "when a follower goes through truncation again: only when the leader changes, or on "
+         "every new leader epoch (the same leader re-elected included)",
+         (("epoch_change", "2.0.1", "KAFKA-7164"),)),
     Rule("fetch_fencing", ("none", "current_leader_epoch"),
          "whether Fetch and OffsetsForLeaderEpoch carry the follower's current leader epoch, "
          "so that a leader rejects requests from another epoch",
@@ -73,6 +81,8 @@ class Protocol:
     """One value per rule; the default is the newest behaviour of each."""
     isr_lag: str = "time"
     truncation: str = "diverging_epoch"
+    leader_epoch_cache: str = "on_election"
+    truncate_on: str = "epoch_change"
     fetch_fencing: str = "current_leader_epoch"
     isr_join: str = "hw_and_epoch_start"
     isr_update: str = "alter_partition"

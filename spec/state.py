@@ -63,7 +63,7 @@ class Controller:
     registered: int          # bitmask of unfenced brokers
     bepochs: tuple           # broker epoch per broker (index b - 1)
     elr: int = 0             # eligible leader replicas (KIP-966), bitmask
-    lastelr: int = 0         # last-known ELR: ELR members kept for recovery once the ELR empties
+    lastelr: int = 0         # last known leader (lastKnownElr as shipped): the last ISR member once the ISR empties
     recovering: bool = False  # LeaderRecoveryState RECOVERING after an unclean election (KIP-704)
 
     def meta(self) -> tuple:

@@ -114,7 +114,7 @@ EXPECTED_LOSSES = [
     (dict(rf=3, minisr=1, unclean=True, max_records=1), "NoCommittedDataLoss", 8),
     (dict(rf=3, minisr=2, acks="1", max_records=1), "AckedWriteDurability", 3),
     # Correlated page-cache loss: both ISR members crash hard; the last known leader returns RECOVERING.
-    (dict(rf=3, minisr=2, max_records=1, max_unclean_crashes=2), "HighWatermarkMonotonic", 9),
+    (dict(rf=3, minisr=2, max_records=1, max_unclean_crashes=2), "HighWatermarkMonotonic", 10),
 ]
 
 
