@@ -52,6 +52,10 @@ HARMLESS_ON_NEWEST = [
     pytest.param("truncation=leader_epoch_kip279", ONE_HARD_CRASH, marks=pytest.mark.slow),
     ("truncation=leader_epoch_kip279", TWO_SHUTDOWNS_RF2),
     pytest.param("isr_lag=messages", ONE_HARD_CRASH, marks=pytest.mark.slow),   # operability, not safety
+    # Fixes to the OffsetsForLeaderEpoch path; the diverging epoch in every fetch covers both.
+    ("leader_epoch_cache=on_append", TWO_SHUTDOWNS_RF2),   # KAFKA-7415
+    ("truncate_on=leader_change", TWO_SHUTDOWNS_RF2),      # KAFKA-7164
+    pytest.param("truncate_on=leader_change", ONE_HARD_CRASH, marks=pytest.mark.slow),
 ]
 LAG = dict(rf=2, minisr=1, max_records=2, max_crashes=0, max_unclean_crashes=0, max_isr_shrinks=1)
 
