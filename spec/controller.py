@@ -6,10 +6,9 @@ leader and bumps the partition epoch once when anything moved.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 
 from kafkamc.spec.config import Config
-from kafkamc.spec.state import NO_LEADER, AlterPartitionResponse, Controller, State, bit, members, size
+from kafkamc.spec.state import NO_LEADER, AlterPartitionResponse, Controller, State, bit, members, size, replace
 
 
 def maintain_elr(cfg: Config, before: Controller, c: Controller) -> Controller:

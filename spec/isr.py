@@ -1,14 +1,13 @@
 """ISR changes on the leader's side: the AlterPartition request and its response."""
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Optional
 
 from kafkamc.spec.actions import AlterPartition, HandleAlterPartitionResponse
 from kafkamc.spec.config import Config
 from kafkamc.spec.controller import handle_alter_partition
 from kafkamc.spec.replication import advance_leader_hw
-from kafkamc.spec.state import Broker, State, bit, members, size
+from kafkamc.spec.state import Broker, State, bit, members, size, replace
 
 LAG_MAX_MESSAGES = 1   # replica.lag.max.messages in the model: more than one record behind is out
 

@@ -1,7 +1,6 @@
 """Metadata propagation and the broker lifecycle: become leader or follower, crash, restart, fencing."""
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Optional
 
 from kafkamc.spec.actions import (
@@ -11,7 +10,7 @@ from kafkamc.spec.config import Config
 from kafkamc.spec.controller import fence, register, unfence
 from kafkamc.spec.log import assign_epoch, truncate
 from kafkamc.spec.replication import advance_leader_hw
-from kafkamc.spec.state import UNKNOWN, Broker, State, bit
+from kafkamc.spec.state import UNKNOWN, Broker, State, bit, replace
 
 
 def _as_follower(br: Broker) -> Broker:

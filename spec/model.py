@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-from dataclasses import replace
 from typing import Iterator
 
 from kafkamc.spec import actions as A
 from kafkamc.spec import isr, lifecycle, replication
 from kafkamc.spec.config import Config
-from kafkamc.spec.state import NO_LEADER, Broker, State, initial_state, members
+from kafkamc.spec.state import NO_LEADER, Broker, State, initial_state, members, replace
 
 
 def consumer_hw(cfg: Config, br: Broker) -> int:
@@ -50,8 +49,15 @@ def observe(cfg: Config, state: State) -> State:
 
 
 def candidate_actions(cfg: Config, state: State) -> Iterator:
-    """Every action that might be enabled, in a fixed order; the step function checks the guard."""
+    """Every action that might be enabled, in a fixed order; the step function checks the guard.
+
+    Actions whose budget is spent, or that cannot apply, are left out here only because
+    generating them costs time: the step functions check every guard themselves.
+    """
     nxt_record = state.budget.records + 1
+    u = state.budget
+    shrinks_left = u.shrinks < cfg.max_isr_shrinks
+    registered = state.controller.registered
     for b in cfg.brokers:
         br = state.broker(b)
         if not br.alive:
@@ -66,7 +72,8 @@ def candidate_actions(cfg: Config, state: State) -> Iterator:
                     if f == b:
                         continue
                     if f in isr:
-                        yield A.AlterPartition(b, tuple(m for m in isr if m != f))
+                        if shrinks_left:
+                            yield A.AlterPartition(b, tuple(m for m in isr if m != f))
                     else:
                         yield A.AlterPartition(b, tuple(sorted(isr + (f,))))
             if br.alter is not None:
@@ -76,13 +83,20 @@ def candidate_actions(cfg: Config, state: State) -> Iterator:
                 yield A.OffsetsForLeaderEpoch(b, br.leader)
             else:
                 yield A.Fetch(b, br.leader)
-            yield A.ReplicaStall(b)
-        yield A.MetadataUpdate(b)
-        yield A.BrokerCrash(b)
-        for keep in range(br.leo + 1):
-            yield A.BrokerCrash(b, keep)
-        yield A.ControllerFenceBroker(b)
-        yield A.BrokerHeartbeat(b)
+            if shrinks_left and not br.stalled:
+                yield A.ReplicaStall(b)
+        if lifecycle.metadata_stale(state, b):
+            yield A.MetadataUpdate(b)
+        if u.crashes < cfg.max_crashes:
+            yield A.BrokerCrash(b)
+        if u.unclean < cfg.max_unclean_crashes:
+            for keep in range(br.leo + 1):
+                yield A.BrokerCrash(b, keep)
+        if registered & (1 << (b - 1)):
+            if u.fences < cfg.max_fences:
+                yield A.ControllerFenceBroker(b)
+        else:
+            yield A.BrokerHeartbeat(b)
 
 
 STEPS = {

@@ -5,13 +5,12 @@ its guard does not hold.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Optional
 
 from kafkamc.spec.actions import Fetch, OffsetsForLeaderEpoch, Produce, ReplicaStall
 from kafkamc.spec.config import Config
 from kafkamc.spec.log import UNDEFINED, append, end_offset_for_epoch, truncate, truncation_offset
-from kafkamc.spec.state import NO_LEADER, Broker, FetchResponse, State, bit, members, size
+from kafkamc.spec.state import NO_LEADER, Broker, FetchResponse, State, bit, members, size, replace
 
 
 # fetch.max.bytes in the model: an answer carries at most one record (one producer batch).

@@ -5,7 +5,7 @@ That keeps states small, hashable and ordered the same way in every process.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Optional
 
 NO_LEADER = 0       # Kafka's leader id -1; broker ids start at 1
@@ -183,3 +183,28 @@ def initial_state(rf: int) -> State:
                         vbepochs=(0,) * rf)
         brokers.append(br)
     return State(c, tuple(brokers))
+
+
+# ---------------------------------------------------------------- fast copy-with-changes
+
+_UNSET = object()
+
+
+def _compile_evolve(cls):
+    """A per-class dataclasses.replace: same meaning, without its per-call introspection
+    (which was a quarter of the search time)."""
+    names = [f.name for f in fields(cls)]
+    params = ", ".join(f"{n}=_UNSET" for n in names)
+    args = ", ".join(f"self.{n} if {n} is _UNSET else {n}" for n in names)
+    ns = {"_UNSET": _UNSET, "_cls": cls}
+    exec(f"def evolve(self, *, {params}):\n    return _cls({args})\n", ns)
+    return ns["evolve"]
+
+
+_EVOLVE = {cls: _compile_evolve(cls) for cls in
+           (FetchResponse, AlterPartitionResponse, Controller, Broker, Ghost, Budget, State)}
+
+
+def replace(obj, **changes):
+    """dataclasses.replace for the state classes, fast; an unknown field is a TypeError."""
+    return _EVOLVE[type(obj)](obj, **changes)
