@@ -16,12 +16,9 @@ from kafkamc.spec.protocol import ERAS, NEWEST, PRESETS, RULES, ProtocolError, p
 from kafkamc.traces import render as render_mod
 from kafkamc.traces.trace import TraceError, load
 
-EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
+from kafkamc.cli.common import EXIT_HOLDS, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_VIOLATED, UsageProblem
+
 DEFAULTS = Config()
-
-
-class UsageProblem(Exception):
-    """Bad input found after click parsed the command line."""
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -257,6 +254,14 @@ def bench(as_json):
                    f"{record['elapsed_s']:.2f}s = {record['distinct_states_per_s']:,.0f} distinct states/s "
                    f"({record['states_generated']:,} generated)")
     return EXIT_HOLDS
+
+
+# Commands that live in their own modules (trace export, graphs, the CI gate).
+from kafkamc.cli import gate as _gate, trace_export as _trace_export, trace_html as _trace_html  # noqa: E402
+
+_trace_html.register(trace)
+_trace_export.register(cli, trace)
+_gate.register(cli)
 
 
 def main(argv=None) -> None:
