@@ -1,0 +1,180 @@
+"""The CI invariant gate: a matrix of configurations, each with what it must show.
+
+A gate file is TOML. Optional `[defaults]` apply to every entry; each `[[check]]` names a
+configuration and its expectation: `expect = "holds"`, or `violates = "<invariant>"` for a
+configuration known to be unsafe (a guard against a model that has become vacuous).
+"""
+from __future__ import annotations
+
+import time
+import tomllib
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Optional
+
+from kafkamc.checker.explorer import Limits
+from kafkamc.checker.run import CheckRun, run_check
+from kafkamc.invariants.catalog import INVARIANTS
+from kafkamc.spec.config import Config, ConfigError
+from kafkamc.spec.protocol import ProtocolError, preset
+
+
+class GateError(ValueError):
+    """A gate file that cannot be run; the CLI turns it into one line and exit 2."""
+
+
+CONFIG_KEYS = {f.name for f in fields(Config)} - {"protocol", "track_down"}
+ENTRY_KEYS = CONFIG_KEYS | {"name", "protocol", "rules", "elr", "expect", "violates", "time_limit"}
+
+
+@dataclass
+class Entry:
+    name: str
+    config: Config
+    expect: str                      # "holds" or "violates"
+    invariant: Optional[str] = None  # for "violates"
+    time_limit: Optional[float] = None
+
+
+@dataclass
+class Outcome:
+    entry: Entry
+    run: CheckRun
+    seconds: float
+    ok: bool
+    got: str
+    files: list = field(default_factory=list)
+
+    @property
+    def message(self) -> str:
+        e = self.entry
+        want = "holds" if e.expect == "holds" else f"violates {e.invariant}"
+        return f"{e.name}: expected {want}, got {self.got}"
+
+
+def _entry(raw: dict, defaults: dict, index: int) -> Entry:
+    data = {**defaults, **raw}
+    unknown = sorted(set(data) - ENTRY_KEYS)
+    where = f"check #{index + 1}" + (f" ({raw['name']})" if "name" in raw else "")
+    if unknown:
+        raise GateError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    name = str(data.get("name") or f"check-{index + 1}")
+    try:
+        protocol = preset(str(data.get("protocol", "newest")))
+        rules = dict(data.get("rules", {}))
+        if "elr" in data:
+            rules["elr"] = "on" if data["elr"] else "off"
+        protocol = protocol.with_rules(**{k: str(v) for k, v in rules.items()})
+        cfg = Config(protocol=protocol, **{k: v for k, v in data.items() if k in CONFIG_KEYS}).validated()
+    except (ConfigError, ProtocolError, TypeError) as e:
+        raise GateError(f"{where}: {e}") from None
+    if ("expect" in data) == ("violates" in data):
+        raise GateError(f"{where}: give exactly one of expect = \"holds\" or violates = \"<invariant>\"")
+    if "expect" in data and data["expect"] != "holds":
+        raise GateError(f"{where}: expect must be \"holds\" (got {data['expect']!r})")
+    invariant = None
+    if "violates" in data:
+        known = {inv.name.lower(): inv.name for inv in INVARIANTS}
+        invariant = known.get(str(data["violates"]).lower())
+        if invariant is None:
+            raise GateError(f"{where}: unknown invariant {data['violates']!r}; `kafkamc invariants` lists them")
+    limit = data.get("time_limit")
+    return Entry(name, cfg, "holds" if invariant is None else "violates", invariant,
+                 float(limit) if limit is not None else None)
+
+
+def load_gate(path: str | Path) -> list[Entry]:
+    path = Path(path)
+    try:
+        doc = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise GateError(f"no such gate file: {path}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise GateError(f"cannot read {path}: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise GateError(f"{path} is not valid TOML: {e}") from None
+    unknown = sorted(set(doc) - {"defaults", "check"})
+    if unknown:
+        raise GateError(f"{path}: unknown top-level key(s) {', '.join(unknown)}; expected [defaults] and [[check]]")
+    checks = doc.get("check", [])
+    if not isinstance(checks, list) or not checks:
+        raise GateError(f"{path}: no [[check]] entries")
+    entries = [_entry(raw, doc.get("defaults", {}), i) for i, raw in enumerate(checks)]
+    names = [e.name for e in entries]
+    if len(set(names)) != len(names):
+        raise GateError(f"{path}: check names must be unique")
+    return entries
+
+
+def run_entry(entry: Entry, out_dir: Optional[Path] = None) -> Outcome:
+    """Run one entry. A known-unsafe entry checks only its invariant, so another invariant
+    that happens to break first cannot hide or fake the expected counterexample."""
+    limits = Limits(time_limit=entry.time_limit)
+    invariants = [entry.invariant] if entry.expect == "violates" else None
+    start = time.monotonic()
+    run = run_check(entry.config, limits=limits, invariants=invariants)
+    seconds = time.monotonic() - start
+    r = run.result
+    if r.verdict == "violated":
+        got = f"violates {r.violation.invariant} ({r.violation.length} steps)"
+    else:
+        got = r.verdict if r.verdict != "incomplete" else f"incomplete ({r.stop_reason})"
+    ok = (r.verdict == "holds") if entry.expect == "holds" else \
+        (r.verdict == "violated" and r.violation.invariant == entry.invariant)
+    outcome = Outcome(entry, run, seconds, ok, got)
+    if entry.expect == "holds" and r.verdict == "violated" and out_dir is not None:
+        outcome.files = _save_counterexample(run, entry, out_dir)
+    return outcome
+
+
+def _slug(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in name).strip("-") or "check"
+
+
+def _save_counterexample(run: CheckRun, entry: Entry, out_dir: Path) -> list:
+    """An unexpected violation leaves its trace and an HTML rendering next to the report."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    base = out_dir / _slug(entry.name)
+    files = [str(run.trace.save(base.with_suffix(".trace.json")))]
+    try:
+        from kafkamc.traces.html import write_html
+    except ImportError:          # the HTML renderer is optional for the gate itself
+        return files
+    files.append(str(write_html(run.trace, base.with_suffix(".html"))))
+    return files
+
+
+def junit_xml(outcomes: list[Outcome], suite_name: str) -> str:
+    failures = sum(not o.ok for o in outcomes)
+    suite = ET.Element("testsuite", name=suite_name, tests=str(len(outcomes)), failures=str(failures),
+                       errors="0", time=f"{sum(o.seconds for o in outcomes):.3f}")
+    for o in outcomes:
+        case = ET.SubElement(suite, "testcase", classname=suite_name, name=o.entry.name, time=f"{o.seconds:.3f}")
+        c = o.entry.config
+        props = ET.SubElement(case, "properties")
+        for k, v in (("rf", c.rf), ("minisr", c.minisr), ("acks", c.acks), ("unclean", c.unclean),
+                     ("protocol", c.protocol.era()), ("distinct_states", o.run.result.distinct_states)):
+            ET.SubElement(props, "property", name=k, value=str(v))
+        if not o.ok:
+            fail = ET.SubElement(case, "failure", message=o.message, type="GateExpectation")
+            detail = [o.message, "configuration: " + config_summary(c)]
+            detail += [f"saved: {f}" for f in o.files]
+            fail.text = "\n".join(detail)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True)
+
+
+def config_summary(c: Config) -> str:
+    """The configuration in flags' terms, leaving out what equals the defaults."""
+    from kafkamc.spec.protocol import NEWEST, PRESETS
+    d = Config()
+    parts = [f"rf={c.rf}", f"minisr={c.minisr}"]
+    parts += [f"acks={c.acks}"] if c.acks != d.acks else []
+    parts += ["unclean=on"] if c.unclean else []
+    era = c.protocol.era()
+    if era == "custom":
+        parts += [f"{k}={v}" for k, v in c.protocol.differences(PRESETS[NEWEST]).items()]
+    elif era != NEWEST:
+        parts.append(f"protocol={era}")
+    parts += [f"{k}={v}" for k, v in c.bounds().items() if v != getattr(d, k)]
+    return " ".join(parts)
