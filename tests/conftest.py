@@ -11,9 +11,9 @@ import pytest
 EXE = shutil.which("kafkamc", path=os.path.dirname(sys.executable)) or shutil.which("kafkamc")
 
 
-def run_kafkamc(*args, cwd=None, timeout=600):
+def run_kafkamc(*args, cwd=None, timeout=600, columns=200):
     assert EXE, "the kafkamc entry point is not installed"
-    env = dict(os.environ, COLUMNS="200")
+    env = dict(os.environ, COLUMNS=str(columns))
     return subprocess.run([EXE, *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
 
 
