@@ -1,6 +1,145 @@
-"""(placeholder, filled in by the work on issue 5)"""
+"""Export commands: `trace itf`, `trace dot` and `graph` (the whole state graph of a small model)."""
 from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import networkx as nx
+
+from kafkamc.cli.common import EXIT_HOLDS, UsageProblem
+from kafkamc.spec.config import ACKS, Config
+from kafkamc.spec.model import Model
+from kafkamc.spec.protocol import NEWEST, ProtocolError, parse_rule, preset
+from kafkamc.traces import graph as graph_mod
+from kafkamc.traces.itf import to_itf
+from kafkamc.traces.trace import load
+
+DEFAULTS = Config()
+
+
+def _write(path: str, write) -> None:
+    """Call write(Path); a path that cannot be written is bad input, not a traceback."""
+    try:
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        write(p)
+    except OSError as e:
+        raise UsageProblem(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def _write_text(path: str, text: str) -> None:
+    _write(path, lambda p: p.write_text(text))
+
+
+def _write_graphml(g: nx.DiGraph, path: str) -> None:
+    _write(path, lambda p: nx.write_graphml(g, p))
+
+
+def _protocol(era: str, rules):
+    try:
+        return preset(era).with_rules(**dict(parse_rule(r) for r in rules))
+    except ProtocolError as e:
+        raise UsageProblem(str(e)) from None
+
+
+def _bound(name: str, help_text: str):
+    return click.option("--" + name.replace("_", "-"), name, type=int, default=getattr(DEFAULTS, name),
+                        show_default=True, help=help_text)
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def _print_report(r: dict, cfg: Config) -> None:
+    scc, ends = r["scc"], r["deadlocks"]
+    click.echo(f"configuration: rf={cfg.rf} minisr={cfg.minisr} acks={cfg.acks} "
+               f"unclean={'on' if cfg.unclean else 'off'} protocol={cfg.protocol.era()}")
+    click.echo("bounds: " + ", ".join(f"{k}={v}" for k, v in cfg.bounds().items()))
+    click.echo(f"{_n(r['states'], 'state')}, {_n(r['edges'], 'edge')} ({_n(r['transitions'], 'transition')}), "
+               f"{r['initial']} initial, depth {r['depth']}")
+    click.echo(f"strongly connected components: {scc['count']:,}; largest {_n(scc['largest'], 'state')}; "
+               f"{scc['nontrivial']:,} non-trivial (with a cycle) holding {_n(scc['in_nontrivial'], 'state')}")
+    click.echo(f"states with no successor: {ends['count']:,}" + (", for example:" if ends["examples"] else ""))
+    for e in ends["examples"]:
+        click.echo(f"  {e['state']} at depth {e['depth']}: {e['summary'].replace(chr(10), '; ')}")
+        click.echo(f"    after {', '.join(e['path']) or 'no action'}")
 
 
 def register(cli_group, trace_group) -> None:
     """Add this module's commands to the click groups."""
+
+    @trace_group.command("itf")
+    @click.argument("file", type=click.Path(dir_okay=False))
+    @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+                  help="write the ITF JSON here (conventionally *.itf.json; default: stdout)")
+    def trace_itf(file, output):
+        """Export a saved trace in the Informal Trace Format (Apalache, Quint)."""
+        t = load(file)
+        text = json.dumps(to_itf(t), indent=1) + "\n"
+        if output is None:
+            click.echo(text, nl=False)
+        else:
+            _write_text(output, text)
+            click.echo(f"wrote {len(t.steps)} states ({t.length} steps) to {output}", err=True)
+        return EXIT_HOLDS
+
+    @trace_group.command("dot")
+    @click.argument("file", type=click.Path(dir_okay=False))
+    @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+                  help="write Graphviz DOT here (default: stdout)")
+    @click.option("--graphml", type=click.Path(dir_okay=False), default=None, help="also write GraphML here")
+    def trace_dot(file, output, graphml):
+        """Export a saved trace as a graph: one node per step, one edge per action."""
+        g = graph_mod.trace_graph(load(file))
+        if graphml:
+            _write_graphml(g, graphml)
+        if output is None:
+            click.echo(graph_mod.to_dot(g), nl=False)
+        else:
+            _write_text(output, graph_mod.to_dot(g))
+        return EXIT_HOLDS
+
+    @cli_group.command("graph")
+    @click.option("--rf", type=int, default=DEFAULTS.rf, show_default=True, help="replication factor (brokers)")
+    @click.option("--minisr", type=int, default=DEFAULTS.minisr, show_default=True, help="min.insync.replicas")
+    @click.option("--acks", type=click.Choice(ACKS), default=DEFAULTS.acks, show_default=True, help="producer acks")
+    @click.option("--unclean/--no-unclean", default=DEFAULTS.unclean, show_default=True,
+                  help="unclean.leader.election.enable")
+    @click.option("--protocol", "era", default=NEWEST, show_default=True, metavar="ERA",
+                  help="Kafka release whose replication rules apply")
+    @click.option("--rule", "rules", multiple=True, metavar="NAME=VALUE", help="override one protocol rule")
+    @_bound("max_records", "records producers may append")
+    @_bound("max_crashes", "clean shutdowns (log kept whole)")
+    @_bound("max_unclean_crashes", "hard crashes that lose the unflushed log tail")
+    @_bound("max_fences", "live brokers fenced by the controller")
+    @_bound("max_isr_shrinks", "ISR shrinks the leaders may request")
+    @click.option("--max-states", type=int, default=20000, show_default=True,
+                  help="refuse models with more reachable states than this")
+    @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="write Graphviz DOT here")
+    @click.option("--graphml", type=click.Path(dir_okay=False), default=None, help="write GraphML here")
+    @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
+    def graph(rf, minisr, acks, unclean, era, rules, max_records, max_crashes, max_unclean_crashes, max_fences,
+              max_isr_shrinks, max_states, output, graphml, as_json):
+        """Build the whole reachable state graph of a small model and report its shape."""
+        if max_states <= 0:
+            raise UsageProblem(f"--max-states must be positive (got {max_states})")
+        cfg = Config(rf=rf, minisr=minisr, acks=acks, unclean=unclean, protocol=_protocol(era, rules),
+                     max_records=max_records, max_crashes=max_crashes, max_unclean_crashes=max_unclean_crashes,
+                     max_fences=max_fences, max_isr_shrinks=max_isr_shrinks).validated()
+        try:
+            g = graph_mod.state_graph(Model(cfg), max_states)
+        except graph_mod.TooManyStates as e:
+            raise UsageProblem(f"{e}; the whole graph is only for small models: lower the bounds "
+                               "(--rf, --max-records, ...) or raise --max-states") from None
+        r = graph_mod.report(g)
+        if output:
+            _write_text(output, graph_mod.to_dot(g))
+        if graphml:
+            _write_graphml(g, graphml)
+        if as_json:
+            click.echo(json.dumps({"config": cfg.to_dict(), **r}, indent=1))
+        else:
+            _print_report(r, cfg)
+        return EXIT_HOLDS
