@@ -18,6 +18,7 @@ from kafkamc.checker.run import CheckRun, run_check
 from kafkamc.invariants.catalog import INVARIANTS
 from kafkamc.spec.config import Config, ConfigError
 from kafkamc.spec.protocol import ProtocolError, preset
+from kafkamc.traces.html import write as write_html
 
 
 class GateError(ValueError):
@@ -136,13 +137,8 @@ def _save_counterexample(run: CheckRun, entry: Entry, out_dir: Path) -> list:
     """An unexpected violation leaves its trace and an HTML rendering next to the report."""
     out_dir.mkdir(parents=True, exist_ok=True)
     base = out_dir / _slug(entry.name)
-    files = [str(run.trace.save(base.with_suffix(".trace.json")))]
-    try:
-        from kafkamc.traces.html import write_html
-    except ImportError:          # the HTML renderer is optional for the gate itself
-        return files
-    files.append(str(write_html(run.trace, base.with_suffix(".html"))))
-    return files
+    return [str(run.trace.save(base.with_suffix(".trace.json"))),
+            str(write_html(run.trace, base.with_suffix(".html")))]
 
 
 def junit_xml(outcomes: list[Outcome], suite_name: str) -> str:

@@ -64,6 +64,8 @@ def test_wrong_expectation_fails_with_junit_and_saved_counterexample(tmp_path, k
     assert "configuration: rf=2 minisr=1 unclean=on max_records=1" in failure.text
     trace = tmp_path / "report" / "wrongly-trusted-minisr1-unclean.trace.json"
     assert trace.exists() and f"saved: {trace}" in failure.text
+    page = tmp_path / "report" / "wrongly-trusted-minisr1-unclean.html"
+    assert page.exists() and f"saved: {page}" in failure.text and "<html" in page.read_text()
     assert kafkamc_cli("trace", "replay", trace).returncode == 0
 
 
