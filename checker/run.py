@@ -25,6 +25,7 @@ class CheckRun:
     reach_names: tuple = ()
     reach_expected: tuple = ()
     reach_targets: tuple = ()
+    spark: Optional["SparkSettings"] = None
 
     def bounds(self) -> dict:
         b = dict(self.config.bounds())
@@ -78,7 +79,8 @@ class CheckRun:
             "elapsed_s": round(r.elapsed_s, 3),
             "states_per_s": round(r.states_per_second, 1),
             "strategy": r.strategy,
-            "engine": "local",
+            "engine": "local" if self.spark is None else "spark",
+            **({} if self.spark is None else {"partitions": self.spark.partitions, "spark_master": self.spark.master}),
             "config": self.config.to_dict(),
             "protocol": self.protocol(),
             "bounds": self.bounds(),
@@ -99,9 +101,23 @@ class CheckRun:
         }
 
 
+@dataclass(frozen=True)
+class SparkSettings:
+    """Where and how `--engine spark` runs."""
+    master: Optional[str] = "local[*]"     # None: whatever spark-submit set
+    partitions: int = 4
+    checkpoint_dir: Optional[str] = None
+    checkpoint_every: int = 4
+    conf: tuple = ()                       # (key, value) pairs passed to SparkConf
+
+
 def run_check(cfg: Config, strategy: str = "bfs", limits: Limits = Limits(), invariants=None,
-              progress: bool = False, trace_out: Optional[str] = None, reach: tuple = ()) -> CheckRun:
-    """Explore; `reach` names reachability properties to search for (stop once all are seen)."""
+              progress: bool = False, trace_out: Optional[str] = None, reach: tuple = (),
+              spark: Optional[SparkSettings] = None) -> CheckRun:
+    """Explore; `reach` names reachability properties to search for (stop once all are seen).
+
+    With `spark` set, the search is the level-synchronous BFS on Spark (checker/spark.py);
+    everything after it (Z3 confirmation, explanation, trace) is the same code."""
     model = Model(cfg)
     suite = InvariantSuite(cfg, invariants)
     known = [name for name, _ in suite.reach_functions()]
@@ -109,13 +125,20 @@ def run_check(cfg: Config, strategy: str = "bfs", limits: Limits = Limits(), inv
         if name not in known:
             raise ConfigError(f"unknown reachability property {name!r}; properties: {', '.join(known)}")
     with Progress(enabled=progress) as reporter:
-        result = explore(model, suite, strategy, limits, progress=reporter if progress else None,
-                         stop_when_reached=frozenset(reach))
+        if spark is None:
+            result = explore(model, suite, strategy, limits, progress=reporter if progress else None,
+                             stop_when_reached=frozenset(reach))
+        else:
+            from kafkamc.checker.spark import explore_spark
+            result = explore_spark(cfg, invariants, limits, spark.partitions, spark.master, dict(spark.conf),
+                                   spark.checkpoint_dir, spark.checkpoint_every,
+                                   progress=reporter if progress else None, stop_when_reached=frozenset(reach))
     for name, trace in result.reached.items():
         if not suite.confirm_reached(name, trace[-1][1], trace[-2][1]):
             raise Disagreement(f"{name}: the fast evaluator reported a witness that Z3 does not confirm")
     run = CheckRun(cfg, limits, suite.names, model.action_names(), result,
-                   reach_names=tuple(known), reach_expected=tuple(suite.reach_expected()), reach_targets=tuple(reach))
+                   reach_names=tuple(known), reach_expected=tuple(suite.reach_expected()), reach_targets=tuple(reach),
+                   spark=spark)
     if result.violation is not None:
         v = result.violation
         last = v.trace[-1][1]

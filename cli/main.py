@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -57,12 +58,23 @@ def _bound(name: str, help_text: str):
               help="check only these invariants (repeatable; default: all)")
 @click.option("--trace-out", type=click.Path(dir_okay=False), default="kafkamc-trace.json", show_default=True,
               help="where a counterexample trace is saved")
+@click.option("--engine", type=click.Choice(("local", "spark")), default="local", show_default=True,
+              help="local: one process; spark: BFS partitioned across Spark executors")
+@click.option("--spark-master", default="local[*]", show_default=True, metavar="URL",
+              help="Spark master for --engine spark (spark://host:7077, yarn, local[N])")
+@click.option("--partitions", type=int, default=max(os.cpu_count() or 2, 2), show_default=True,
+              help="Spark partitions: fingerprint owners, fixed for the run")
+@click.option("--checkpoint-dir", default=None, metavar="DIR",
+              help="reliable checkpoints for --engine spark (shared storage on a cluster)")
+@click.option("--conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
+              help="Spark configuration passed through (repeatable), e.g. spark.driver.memory=8g")
 @click.option("--reach", "reach", multiple=True, metavar="NAME",
               help="search for a shortest path to this reachability property and save it (repeatable)")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON summary on stdout")
 @click.option("--quiet", is_flag=True, help="no progress on stderr")
 def check(rf, minisr, acks, unclean, era, rules, elr, max_records, max_crashes, max_unclean_crashes, max_fences,
-          max_isr_shrinks, strategy, max_states, max_depth, time_limit, invariants, reach, trace_out, as_json, quiet):
+          max_isr_shrinks, strategy, max_states, max_depth, time_limit, invariants, engine, spark_master, partitions,
+          checkpoint_dir, spark_conf, reach, trace_out, as_json, quiet):
     """Explore every reachable state within the bounds and check the invariants."""
     protocol = build_protocol(era, rules, elr)
     cfg = Config(rf=rf, minisr=minisr, acks=acks, unclean=unclean, protocol=protocol, max_records=max_records,
@@ -77,7 +89,8 @@ def check(rf, minisr, acks, unclean, era, rules, elr, max_records, max_crashes, 
             raise UsageProblem(f"unknown invariant {name!r}; `kafkamc invariants` lists them")
     names = [known[n.lower()] for n in invariants] or None
     limits = Limits(max_states=max_states, time_limit=time_limit, max_depth=max_depth)
-    run = run_check(cfg, strategy, limits, names, progress=not quiet, trace_out=trace_out, reach=tuple(reach))
+    spark = _spark_settings(engine, strategy, spark_master, partitions, checkpoint_dir, spark_conf)
+    run = _run_spark_safely(cfg, strategy, limits, names, not quiet, trace_out, tuple(reach), spark)
     if as_json:
         click.echo(json.dumps(run.summary(), indent=1))
     else:
@@ -86,6 +99,38 @@ def check(rf, minisr, acks, unclean, era, rules, elr, max_records, max_crashes, 
         return EXIT_VIOLATED          # exhausted without reaching the target: unreachable within the bounds
     return {"holds": EXIT_HOLDS, "reached": EXIT_HOLDS, "violated": EXIT_VIOLATED,
             "incomplete": EXIT_INCOMPLETE}[run.result.verdict]
+
+
+def _spark_settings(engine, strategy, master, partitions, checkpoint_dir, conf):
+    if engine == "local":
+        return None
+    from kafkamc.checker.run import SparkSettings
+    if strategy != "bfs":
+        raise UsageProblem("--engine spark runs breadth-first only; drop --strategy dfs")
+    if partitions < 1:
+        raise UsageProblem(f"--partitions must be at least 1 (got {partitions})")
+    pairs = []
+    for item in conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageProblem(f"--conf expects KEY=VALUE (got {item!r})")
+        pairs.append((key.strip(), value.strip()))
+    return SparkSettings(master=master, partitions=partitions, checkpoint_dir=checkpoint_dir, conf=tuple(pairs))
+
+
+def _run_spark_safely(cfg, strategy, limits, names, progress, trace_out, reach, spark):
+    """A Spark that cannot start is bad input for this machine: one line, exit 2."""
+    if spark is None:
+        return run_check(cfg, strategy, limits, names, progress=progress, trace_out=trace_out, reach=reach)
+    from kafkamc.checker.spark import SparkJobFailed, SparkUnavailable
+    try:
+        return run_check(cfg, strategy, limits, names, progress=progress, trace_out=trace_out, reach=reach,
+                         spark=spark)
+    except SparkUnavailable as e:
+        raise UsageProblem(f"Spark could not start: {e}") from None
+    except SparkJobFailed as e:
+        # Spark already retried the failed tasks; the Java detail is in the Spark log file.
+        raise UsageProblem(f"a Spark job failed after its retries: {e}") from None
 
 
 def build_protocol(era: str, rules, elr):
