@@ -287,17 +287,23 @@ def trace_replay(file):
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="print the JSON record only")
-def bench(as_json):
-    """Time the local engine on a fixed configuration and print distinct states per second."""
-    from kafkamc.checker.bench import run_bench
-    record = run_bench()
+@click.option("--json", "as_json", is_flag=True, help="print the JSON records only")
+@click.option("--large", is_flag=True, help="the configuration past a million states instead of the default check")
+@click.option("--spark", is_flag=True, help="also Spark local mode with 1 and 2 worker threads")
+def bench(as_json, large, spark):
+    """Time the engines on a fixed configuration and print distinct states per second."""
+    from kafkamc.checker.bench import BENCH_CONFIG, LARGE_CONFIG, run_bench, run_spark_bench
+    cfg = LARGE_CONFIG if large else BENCH_CONFIG
+    records = [run_bench(cfg)]
+    if spark:
+        records += [run_spark_bench(cfg, threads=1, partitions=1), run_spark_bench(cfg, threads=2, partitions=2)]
     if as_json:
-        click.echo(json.dumps(record, indent=1))
-    else:
-        click.echo(f"{record['config']}: {record['distinct_states']:,} distinct states in "
+        click.echo(json.dumps(records[0] if len(records) == 1 else records, indent=1))
+        return EXIT_HOLDS
+    for record in records:
+        click.echo(f"{record['engine']}: {record['config']}: {record['distinct_states']:,} distinct states in "
                    f"{record['elapsed_s']:.2f}s = {record['distinct_states_per_s']:,.0f} distinct states/s "
-                   f"({record['states_generated']:,} generated)")
+                   f"({record['states_generated']:,} generated, {record['verdict']})")
     return EXIT_HOLDS
 
 
