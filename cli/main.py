@@ -60,8 +60,9 @@ def _bound(name: str, help_text: str):
               help="where a counterexample trace is saved")
 @click.option("--engine", type=click.Choice(("local", "spark")), default="local", show_default=True,
               help="local: one process; spark: BFS partitioned across Spark executors")
-@click.option("--spark-master", default="local[*]", show_default=True, metavar="URL",
-              help="Spark master for --engine spark (spark://host:7077, yarn, local[N])")
+@click.option("--spark-master", default=None, metavar="URL",
+              help="Spark master for --engine spark (spark://host:7077, yarn, local[N]); "
+                   "default: spark-submit's --master, else local[*]")
 @click.option("--partitions", type=int, default=max(os.cpu_count() or 2, 2), show_default=True,
               help="Spark partitions: fingerprint owners, fixed for the run")
 @click.option("--checkpoint-dir", default=None, metavar="DIR",
