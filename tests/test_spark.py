@@ -43,6 +43,21 @@ CASES = {
     "acks1": (Config(rf=3, minisr=2, acks="1", max_records=1), "violated", "AckedWriteDurability", 3, 3, 4),
     "elr-off": (Config(rf=3, minisr=2, max_records=1, protocol=Protocol().with_rules(elr="off")),
                 "violated", "HighWatermarkMonotonic", 10, 2, 4),
+    # The rest of the pinned table (tests/test_pinned.py) and the bug zoo (tests/test_protocols.py).
+    "two-shutdowns-rf2": (Config(rf=2, minisr=2, max_records=1, max_crashes=2, max_unclean_crashes=0,
+                                 max_isr_shrinks=1), "holds", 3661, 20, 2, 4),
+    "rf1-hard-crash": (Config(rf=1, minisr=1), "violated", "HighWatermarkMonotonic", 3, 2, 4),
+    "rf2-two-hard-crashes": (Config(rf=2, minisr=2, max_unclean_crashes=2), "violated", "HighWatermarkMonotonic",
+                             7, 2, 4),
+    "zoo-truncation-hw": (Config(rf=2, minisr=2, max_records=1, max_crashes=2, max_unclean_crashes=0,
+                                 max_isr_shrinks=1, protocol=Protocol().with_rules(truncation="hw")),
+                          "violated", "NoCommittedDataLoss", 11, 2, 4),
+    "zoo-kip903": (Config(rf=3, minisr=2, max_records=1, max_crashes=1, max_unclean_crashes=1, max_isr_shrinks=0,
+                          protocol=Protocol().with_rules(isr_join_broker_epoch="unchecked")),
+                   "violated", "NoCommittedDataLoss", 9, 2, 4),
+    "zoo-kip207": (Config(rf=3, minisr=2, max_records=1, protocol=Protocol().with_rules(consumer_hw="leader_hw")),
+                   "violated", "HighWatermarkMonotonic", 7, 2, 4),
+    "rf3-minisr2-one-record": (Config(rf=3, minisr=2, max_records=1), "holds", 44260, 23, 2, 4),
 }
 
 
