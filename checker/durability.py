@@ -37,32 +37,32 @@ def _base(rf: int, minisr: int, protocol: Protocol) -> dict:
                 max_crashes=0, max_unclean_crashes=0, max_fences=0)
 
 
-def keeps_writing(rf: int, minisr: int, protocol: Protocol, limits: Limits) -> tuple[Optional[int], int]:
+def _largest_k(rf: int, minisr: int, protocol: Protocol, limits: Limits, bound: str, passes: str,
+               **check) -> tuple[Optional[int], int]:
+    """The largest k (from 0) for which run_check with `bound` = k ends in verdict `passes`;
+    None when a search hit a limit first. Also the distinct states explored in all."""
     states, best = 0, 0
     for k in range(1, rf + 1):
-        cfg = Config(**{**_base(rf, minisr, protocol), "max_crashes": k})
-        run = run_check(cfg, limits=limits, reach=(f"AckedWith{k}Down",))
+        cfg = Config(**{**_base(rf, minisr, protocol), bound: k})
+        kw = {name: (value(k) if callable(value) else value) for name, value in check.items()}
+        run = run_check(cfg, limits=limits, **kw)
         states += run.result.distinct_states
         if run.result.verdict == "incomplete":
             return None, states
-        if run.result.verdict != "reached":
+        if run.result.verdict != passes:
             break
         best = k
     return best, states
+
+
+def keeps_writing(rf: int, minisr: int, protocol: Protocol, limits: Limits) -> tuple[Optional[int], int]:
+    return _largest_k(rf, minisr, protocol, limits, "max_crashes", "reached",
+                      reach=lambda k: (f"AckedWith{k}Down",))
 
 
 def loses_nothing(rf: int, minisr: int, protocol: Protocol, limits: Limits) -> tuple[Optional[int], int]:
-    states, best = 0, 0
-    for k in range(1, rf + 1):
-        cfg = Config(**{**_base(rf, minisr, protocol), "max_unclean_crashes": k})
-        run = run_check(cfg, limits=limits, invariants=["AckedWriteDurability"])
-        states += run.result.distinct_states
-        if run.result.verdict == "incomplete":
-            return None, states
-        if run.result.verdict != "holds":
-            break
-        best = k
-    return best, states
+    return _largest_k(rf, minisr, protocol, limits, "max_unclean_crashes", "holds",
+                      invariants=["AckedWriteDurability"])
 
 
 def durability_table(rfs=(1, 2, 3), minisrs=(1, 2, 3), protocol: Protocol = Protocol(),

@@ -12,15 +12,13 @@ from rich.console import Console
 from kafkamc.checker.explorer import STRATEGIES, Limits
 from kafkamc.checker.run import CheckRun, run_check
 from kafkamc.invariants.catalog import INVARIANTS
-from kafkamc.spec.config import ACKS, Config, ConfigError
-from kafkamc.spec.protocol import ERAS, NEWEST, PRESETS, RULES, ProtocolError, parse_rule, preset
+from kafkamc.cli.common import (
+    EXIT_HOLDS, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_VIOLATED, UsageProblem, build_config, build_protocol, config_options,
+)
+from kafkamc.spec.config import ConfigError
+from kafkamc.spec.protocol import ERAS, NEWEST, PRESETS, RULES
 from kafkamc.traces import render as render_mod
 from kafkamc.traces.trace import TraceError, load
-
-from kafkamc.cli.common import EXIT_HOLDS, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_VIOLATED, UsageProblem
-
-DEFAULTS = Config()
-
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kafkamc", prog_name="kafkamc")
@@ -28,27 +26,8 @@ def cli():
     """kafkamc: a model checker for Apache Kafka's partition replication protocol."""
 
 
-def _bound(name: str, help_text: str):
-    return click.option("--" + name.replace("_", "-"), name, type=int, default=getattr(DEFAULTS, name),
-                        show_default=True, help=help_text)
-
-
 @cli.command()
-@click.option("--rf", type=int, default=DEFAULTS.rf, show_default=True, help="replication factor (brokers)")
-@click.option("--minisr", type=int, default=DEFAULTS.minisr, show_default=True, help="min.insync.replicas")
-@click.option("--acks", type=click.Choice(ACKS), default=DEFAULTS.acks, show_default=True, help="producer acks")
-@click.option("--unclean/--no-unclean", default=DEFAULTS.unclean, show_default=True,
-              help="unclean.leader.election.enable")
-@click.option("--protocol", "era", default=NEWEST, show_default=True, metavar="ERA",
-              help="Kafka release whose replication rules apply (`kafkamc protocols` lists them)")
-@click.option("--rule", "rules", multiple=True, metavar="NAME=VALUE",
-              help="override one protocol rule (repeatable)")
-@click.option("--elr/--no-elr", default=None, help="eligible leader replicas, KIP-966 (default: as the protocol)")
-@_bound("max_records", "records producers may append")
-@_bound("max_crashes", "clean shutdowns (log kept whole)")
-@_bound("max_unclean_crashes", "hard crashes that lose the unflushed log tail")
-@_bound("max_fences", "live brokers fenced by the controller (makes zombie leaders)")
-@_bound("max_isr_shrinks", "ISR shrinks the leaders may request")
+@config_options
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="bfs", show_default=True,
               help="bfs finds a shortest counterexample; dfs uses less memory")
 @click.option("--max-states", type=int, default=None, help="stop after this many distinct states")
@@ -73,14 +52,10 @@ def _bound(name: str, help_text: str):
               help="search for a shortest path to this reachability property and save it (repeatable)")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON summary on stdout")
 @click.option("--quiet", is_flag=True, help="no progress on stderr")
-def check(rf, minisr, acks, unclean, era, rules, elr, max_records, max_crashes, max_unclean_crashes, max_fences,
-          max_isr_shrinks, strategy, max_states, max_depth, time_limit, invariants, engine, spark_master, partitions,
-          checkpoint_dir, spark_conf, reach, trace_out, as_json, quiet):
+def check(strategy, max_states, max_depth, time_limit, invariants, engine, spark_master, partitions,
+          checkpoint_dir, spark_conf, reach, trace_out, as_json, quiet, **config_flags):
     """Explore every reachable state within the bounds and check the invariants."""
-    protocol = build_protocol(era, rules, elr)
-    cfg = Config(rf=rf, minisr=minisr, acks=acks, unclean=unclean, protocol=protocol, max_records=max_records,
-                 max_crashes=max_crashes, max_unclean_crashes=max_unclean_crashes, max_fences=max_fences,
-                 max_isr_shrinks=max_isr_shrinks).validated()
+    cfg = build_config(config_flags)
     for name, value in (("--max-states", max_states), ("--max-depth", max_depth), ("--time-limit", time_limit)):
         if value is not None and value <= 0:
             raise UsageProblem(f"{name} must be positive (got {value:g})")
@@ -132,18 +107,6 @@ def _run_spark_safely(cfg, strategy, limits, names, progress, trace_out, reach, 
     except SparkJobFailed as e:
         # Spark already retried the failed tasks; the Java detail is in the Spark log file.
         raise UsageProblem(f"a Spark job failed after its retries: {e}") from None
-
-
-def build_protocol(era: str, rules, elr):
-    """The preset, then each --rule, then --elr/--no-elr; any unknown name is a usage error."""
-    try:
-        protocol = preset(era)
-        overrides = dict(parse_rule(r) for r in rules)
-        if elr is not None:
-            overrides["elr"] = "on" if elr else "off"
-        return protocol.with_rules(**overrides)
-    except ProtocolError as e:
-        raise UsageProblem(str(e)) from None
 
 
 def _print_run(run: CheckRun) -> None:

@@ -7,16 +7,12 @@ from pathlib import Path
 import click
 import networkx as nx
 
-from kafkamc.cli.common import EXIT_HOLDS, UsageProblem
-from kafkamc.spec.config import ACKS, Config
+from kafkamc.cli.common import EXIT_HOLDS, UsageProblem, build_config, config_options
+from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
-from kafkamc.spec.protocol import NEWEST, ProtocolError, parse_rule, preset
 from kafkamc.traces import graph as graph_mod
 from kafkamc.traces.itf import to_itf
 from kafkamc.traces.trace import load
-
-DEFAULTS = Config()
-
 
 def _write(path: str, write) -> None:
     """Call write(Path); a path that cannot be written is bad input, not a traceback."""
@@ -34,18 +30,6 @@ def _write_text(path: str, text: str) -> None:
 
 def _write_graphml(g: nx.DiGraph, path: str) -> None:
     _write(path, lambda p: nx.write_graphml(g, p))
-
-
-def _protocol(era: str, rules):
-    try:
-        return preset(era).with_rules(**dict(parse_rule(r) for r in rules))
-    except ProtocolError as e:
-        raise UsageProblem(str(e)) from None
-
-
-def _bound(name: str, help_text: str):
-    return click.option("--" + name.replace("_", "-"), name, type=int, default=getattr(DEFAULTS, name),
-                        show_default=True, help=help_text)
 
 
 def _n(count: int, noun: str) -> str:
@@ -102,32 +86,17 @@ def register(cli_group, trace_group) -> None:
         return EXIT_HOLDS
 
     @cli_group.command("graph")
-    @click.option("--rf", type=int, default=DEFAULTS.rf, show_default=True, help="replication factor (brokers)")
-    @click.option("--minisr", type=int, default=DEFAULTS.minisr, show_default=True, help="min.insync.replicas")
-    @click.option("--acks", type=click.Choice(ACKS), default=DEFAULTS.acks, show_default=True, help="producer acks")
-    @click.option("--unclean/--no-unclean", default=DEFAULTS.unclean, show_default=True,
-                  help="unclean.leader.election.enable")
-    @click.option("--protocol", "era", default=NEWEST, show_default=True, metavar="ERA",
-                  help="Kafka release whose replication rules apply")
-    @click.option("--rule", "rules", multiple=True, metavar="NAME=VALUE", help="override one protocol rule")
-    @_bound("max_records", "records producers may append")
-    @_bound("max_crashes", "clean shutdowns (log kept whole)")
-    @_bound("max_unclean_crashes", "hard crashes that lose the unflushed log tail")
-    @_bound("max_fences", "live brokers fenced by the controller")
-    @_bound("max_isr_shrinks", "ISR shrinks the leaders may request")
+    @config_options
     @click.option("--max-states", type=int, default=20000, show_default=True,
                   help="refuse models with more reachable states than this")
     @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="write Graphviz DOT here")
     @click.option("--graphml", type=click.Path(dir_okay=False), default=None, help="write GraphML here")
     @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
-    def graph(rf, minisr, acks, unclean, era, rules, max_records, max_crashes, max_unclean_crashes, max_fences,
-              max_isr_shrinks, max_states, output, graphml, as_json):
+    def graph(max_states, output, graphml, as_json, **config_flags):
         """Build the whole reachable state graph of a small model and report its shape."""
         if max_states <= 0:
             raise UsageProblem(f"--max-states must be positive (got {max_states})")
-        cfg = Config(rf=rf, minisr=minisr, acks=acks, unclean=unclean, protocol=_protocol(era, rules),
-                     max_records=max_records, max_crashes=max_crashes, max_unclean_crashes=max_unclean_crashes,
-                     max_fences=max_fences, max_isr_shrinks=max_isr_shrinks).validated()
+        cfg = build_config(config_flags)
         try:
             g = graph_mod.state_graph(Model(cfg), max_states)
         except graph_mod.TooManyStates as e:
