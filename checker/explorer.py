@@ -107,6 +107,9 @@ def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits()
         raise ValueError(f"unknown strategy {strategy!r}")
     start = time.monotonic()
     fp_of = model.fingerprint
+    expand = model.expand if hasattr(model, "expand") else (
+        lambda s: ((a, n, fp_of(n)) for a, n in model.successors(s)))
+    fired: Counter = Counter()    # per action type; names are looked up once, at the end
     visited: dict[int, int] = {}
     nodes = _Nodes()
     coverage: Counter = Counter()
@@ -122,6 +125,14 @@ def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits()
     ticks = 0
     unreached = list(checks.reach_functions()) if checks is not None and hasattr(checks, "reach_functions") else []
     witnesses: dict = {}          # name -> (node, successor index)
+
+    def reach_any(items: list):
+        """One test for 'some unreached property holds on this step'."""
+        if items and hasattr(checks, "reach_any"):
+            return checks.reach_any([name for name, _ in items])
+        return lambda p, s: any(fn(p, s) for _, fn in items)
+
+    any_reached = reach_any(unreached)
     targets = set(stop_when_reached)
 
     def stats(final: bool = False) -> dict:
@@ -150,21 +161,21 @@ def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits()
                 if next(iter(model.successors(state)), None) is not None:
                     stop_reason = stop_reason or f"max depth {limits.max_depth}"
                 continue
-            for index, (action, nxt) in enumerate(model.successors(state)):
+            for index, (action, nxt, fp) in enumerate(expand(state)):
                 generated += 1
-                coverage[type(action).__name__] += 1
+                fired[type(action)] += 1
                 bad = check_step(state, nxt)
                 if bad:
                     violation_at = (bad, "action", node, index)
                     break
-                if unreached:
+                if unreached and any_reached(state, nxt):
                     for item in [it for it in unreached if it[1](state, nxt)]:
                         unreached.remove(item)
                         witnesses[item[0]] = (node, index)
                         targets.discard(item[0])
+                    any_reached = reach_any(unreached)
                     if stop_when_reached and not targets:
                         break
-                fp = fp_of(nxt)
                 if fp in visited:
                     continue
                 child = nodes.add(node, index)
@@ -191,6 +202,8 @@ def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits()
     except KeyboardInterrupt:
         stop_reason = "interrupted"
 
+    for t, n in fired.items():
+        coverage[t.__name__] += n
     reached = {}
     for name, (node, index) in witnesses.items():
         init_index, steps = nodes.path(node)

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import atexit
 import bisect
-import hashlib
 import importlib.util
 import marshal
 import os
@@ -94,18 +93,9 @@ def decode(data: bytes) -> State:
     return state_from_key(marshal.loads(data))
 
 
-def fingerprint_of_bytes(data: bytes) -> int:
-    """spec.model.fingerprint of a state, from the bytes encode() made of it."""
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
-
-
 def _fingerprint_and_bytes(model: Model, state: State) -> tuple[int, bytes]:
-    """The model's fingerprint and the bytes that carry the state; one marshal, not two,
-    when the canonical form is the state itself (no symmetry reduction)."""
-    data = encode(state)
-    if model.canonical(state) is state:
-        return fingerprint_of_bytes(data), data
-    return model.fingerprint(state), data
+    """The model's fingerprint (the same in every process) and the bytes that carry the state."""
+    return model.fingerprint(state), encode(state)
 
 
 # ---------------------------------------------------------------- keys: paths from an initial state
@@ -438,7 +428,7 @@ def _expand(task: _Task, split: int, parts: Iterator[Part]) -> Iterator[tuple]:
     for part in parts:
         for path, data in part.frontier:
             state = decode(data)
-            for index, (action, nxt) in enumerate(model.successors(state)):
+            for index, (action, nxt, fp) in enumerate(model.expand(state)):
                 key = path + _index_bytes(index)
                 generated += 1
                 coverage[type(action).__name__] += 1
@@ -448,8 +438,7 @@ def _expand(task: _Task, split: int, parts: Iterator[Part]) -> Iterator[tuple]:
                 for name, fn in reach:
                     if fn(state, nxt) and (name not in witnesses or key < witnesses[name]):
                         witnesses[name] = key
-                fp, child = _fingerprint_and_bytes(model, nxt)
-                yield fp, (key, child, check_state(nxt))
+                yield fp, (key, encode(nxt), check_state(nxt))
     _maybe_fail(task, split, "expand")
     yield split, (None, {"generated": generated, "coverage": coverage, "action_bad": action_bad,
                          "reach": witnesses})

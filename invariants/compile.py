@@ -5,6 +5,8 @@ a microsecond and computes the same truth value (a test checks this on sampled s
 """
 from __future__ import annotations
 
+import re
+
 import z3
 from z3 import z3consts as K
 
@@ -71,8 +73,11 @@ def _one(e, go, sources) -> str:
 def compile_function(name: str, params: list[str], prelude: list[str], expr: z3.ExprRef,
                      sources: dict[str, str]):
     """Build `def name(params): prelude; return <expr>` and return the function."""
-    body = "\n    ".join(prelude) or "pass"
-    src = f"def {name}({', '.join(params)}):\n    {body}\n    return {to_python(expr, sources)}\n"
+    code = to_python(expr, sources)
+    # Only the locals the expression reads: the hot path pays for every line.
+    used = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code))
+    body = "\n    ".join(line for line in prelude if line.split(" = ")[0] in used) or "pass"
+    src = f"def {name}({', '.join(params)}):\n    {body}\n    return {code}\n"
     namespace: dict = {}
     exec(compile(src, f"<invariant {name}>", "exec"), namespace)
     fn = namespace[name]

@@ -67,6 +67,12 @@ class InvariantSuite:
         for r in reach_catalog(cfg):
             fn = compile_function(r.name, ["p", "s"], self.P.prelude + self.V.prelude, r.build(cfg, self.P, self.V), sources)
             self.reach.append((r, fn))
+        # Every state (and every step) invariant as one function: most states pass them all,
+        # and one call with one prelude costs less than one per invariant.
+        self._sources = sources
+        self._all_states = self._conjunction("AllStateInvariants", ["s"], self.V.prelude, self.state_invs)
+        self._all_steps = self._conjunction("AllStepInvariants", ["p", "s"], self.P.prelude + self.V.prelude,
+                                            self.action_invs)
         self._values = _values_fn(self.V)
         self._prev_values = _values_fn(self.P)
 
@@ -74,22 +80,29 @@ class InvariantSuite:
     def names(self) -> list[str]:
         return [c.inv.name for c in self.state_invs + self.action_invs]
 
+    def _conjunction(self, name: str, params: list, prelude: list, compiled: list):
+        return compile_function(name, params, prelude, z3.And([c.formula for c in compiled]), self._sources)
+
     # The hot path: one call per explored state (and per transition for action properties).
     def check_state(self, state) -> Optional[str]:
-        for c in self.state_invs:
-            if not c.fn(state):
-                return c.inv.name
-        return None
+        if self._all_states(state):
+            return None
+        return next(c.inv.name for c in self.state_invs if not c.fn(state))
 
     def check_step(self, prev, state) -> Optional[str]:
-        for c in self.action_invs:
-            if not c.fn(prev, state):
-                return c.inv.name
-        return None
+        if self._all_steps(prev, state):
+            return None
+        return next(c.inv.name for c in self.action_invs if not c.fn(prev, state))
 
     def reach_functions(self) -> list:
         """(name, fn(prev, state)) for every reachability property."""
         return [(r.name, fn) for r, fn in self.reach]
+
+    def reach_any(self, names: list):
+        """fn(prev, state): whether the step reaches any of the named properties (one call)."""
+        chosen = [r for r, _ in self.reach if r.name in names]
+        formula = z3.Or([r.build(self.cfg, self.P, self.V) for r in chosen])
+        return compile_function("AnyReached", ["p", "s"], self.P.prelude + self.V.prelude, formula, self._sources)
 
     def reach_expected(self) -> list[str]:
         return [r.name for r, _ in self.reach if r.expected(self.cfg)]

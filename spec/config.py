@@ -24,6 +24,9 @@ class Config:
     # A ghost for the durability table: how many brokers stayed down across an acks=all
     # write from append to ack. Off by default because it splits otherwise equal states.
     track_down: bool = False
+    # Symmetry reduction: states that differ only by a relabelling of broker ids count once.
+    # The unreduced model starts from every replica assignment order.
+    symmetry: bool = True
     # Bounds: each is a budget the search may spend, not a requirement.
     max_records: int = 2         # produce requests that may be appended
     max_crashes: int = 0         # clean shutdowns (the log survives whole)

@@ -37,18 +37,18 @@ def elect(cfg: Config, c: Controller) -> Controller:
     """
     if c.leader != NO_LEADER:
         return c
-    clean = [b for b in members(c.isr) if c.registered & bit(b)]
+    clean = c.in_order(c.isr & c.registered)
     if clean:
         return replace(c, leader=clean[0])
     if not c.isr:
-        eligible = [b for b in members(c.elr) if c.registered & bit(b)]
+        eligible = c.in_order(c.elr & c.registered)
         if eligible:
             b = eligible[0]
             return replace(c, leader=b, isr=bit(b), elr=c.elr & ~bit(b))
         if not c.elr and c.lastelr & c.registered:
-            return replace(c, leader=members(c.lastelr)[0], isr=c.lastelr, recovering=True)
+            return replace(c, leader=c.in_order(c.lastelr)[0], isr=c.lastelr, recovering=True)
     if cfg.unclean and c.registered:
-        b = members(c.registered)[0]
+        b = c.in_order(c.registered)[0]
         return replace(c, leader=b, isr=bit(b), elr=0, lastelr=0, recovering=True)
     return c                 # offline: no eligible leader
 

@@ -10,7 +10,7 @@ from kafkamc.spec.config import Config
 from kafkamc.spec.controller import fence, register, unfence
 from kafkamc.spec.log import assign_epoch, truncate
 from kafkamc.spec.replication import advance_leader_hw
-from kafkamc.spec.state import UNKNOWN, Broker, State, bit, replace
+from kafkamc.spec.state import UNKNOWN, Broker, Controller, State, bit, replace
 
 
 def _as_follower(br: Broker) -> Broker:
@@ -67,7 +67,10 @@ def metadata_update(cfg: Config, state: State, a: MetadataUpdate) -> Optional[St
 
 def metadata_stale(state: State, b: int) -> bool:
     """Whether the controller's metadata holds news that broker b acts on."""
-    br, c = state.broker(b), state.controller
+    return stale(state.controller, state.broker(b), b)
+
+
+def stale(c: Controller, br: Broker, b: int) -> bool:
     if c.leader == b:
         return (br.leader, br.epoch, br.pepoch, br.isr) != c.meta()
     return (br.leader, br.epoch) != (c.leader, c.epoch)

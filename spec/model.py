@@ -1,14 +1,15 @@
 """The model/engine contract: initial states, ordered successors, canonical form, fingerprint."""
 from __future__ import annotations
 
-import hashlib
 import marshal
+from itertools import permutations
 from typing import Iterator
 
 from kafkamc.spec import actions as A
-from kafkamc.spec import isr, lifecycle, replication
+from kafkamc.spec import isr, lifecycle, replication, symmetry
 from kafkamc.spec.config import Config
-from kafkamc.spec.state import NO_LEADER, Broker, State, initial_state, members, replace
+from kafkamc.spec.memo import FastSuccessors
+from kafkamc.spec.state import NO_LEADER, Broker, Budget, Controller, State, initial_state, members, replace
 
 
 def consumer_hw(cfg: Config, br: Broker) -> int:
@@ -54,49 +55,50 @@ def candidate_actions(cfg: Config, state: State) -> Iterator:
     Actions whose budget is spent, or that cannot apply, are left out here only because
     generating them costs time: the step functions check every guard themselves.
     """
-    nxt_record = state.budget.records + 1
-    u = state.budget
-    shrinks_left = u.shrinks < cfg.max_isr_shrinks
-    registered = state.controller.registered
     for b in cfg.brokers:
-        br = state.broker(b)
-        if not br.alive:
-            yield A.BrokerRestart(b)
-            continue
-        if br.leader == b:
-            if nxt_record <= cfg.max_records:
-                yield A.Produce(b, nxt_record)
-            if not br.pending and br.alter is None:
-                isr = members(br.isr)
-                for f in cfg.brokers:
-                    if f == b:
-                        continue
-                    if f in isr:
-                        if shrinks_left:
-                            yield A.AlterPartition(b, tuple(m for m in isr if m != f))
-                    else:
-                        yield A.AlterPartition(b, tuple(sorted(isr + (f,))))
-            if br.alter is not None:
-                yield A.HandleAlterPartitionResponse(b)
-        elif br.leader != NO_LEADER:
-            if br.truncating:
-                yield A.OffsetsForLeaderEpoch(b, br.leader)
-            else:
-                yield A.Fetch(b, br.leader)
-            if shrinks_left and not br.stalled:
-                yield A.ReplicaStall(b)
-        if lifecycle.metadata_stale(state, b):
-            yield A.MetadataUpdate(b)
-        if u.crashes < cfg.max_crashes:
-            yield A.BrokerCrash(b)
-        if u.unclean < cfg.max_unclean_crashes:
-            for keep in range(br.leo + 1):
-                yield A.BrokerCrash(b, keep)
-        if registered & (1 << (b - 1)):
-            if u.fences < cfg.max_fences:
-                yield A.ControllerFenceBroker(b)
+        yield from broker_actions(cfg, state.controller, state.broker(b), state.budget, b)
+
+
+def broker_actions(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> Iterator:
+    """The candidate actions of broker b; they read only its broker, the controller and the budget."""
+    if not br.alive:
+        yield A.BrokerRestart(b)
+        return
+    shrinks_left = u.shrinks < cfg.max_isr_shrinks
+    if br.leader == b:
+        if u.records < cfg.max_records:
+            yield A.Produce(b, u.records + 1)
+        if not br.pending and br.alter is None:
+            isr = members(br.isr)
+            for f in cfg.brokers:
+                if f == b:
+                    continue
+                if f in isr:
+                    if shrinks_left:
+                        yield A.AlterPartition(b, tuple(m for m in isr if m != f))
+                else:
+                    yield A.AlterPartition(b, tuple(sorted(isr + (f,))))
+        if br.alter is not None:
+            yield A.HandleAlterPartitionResponse(b)
+    elif br.leader != NO_LEADER:
+        if br.truncating:
+            yield A.OffsetsForLeaderEpoch(b, br.leader)
         else:
-            yield A.BrokerHeartbeat(b)
+            yield A.Fetch(b, br.leader)
+        if shrinks_left and not br.stalled:
+            yield A.ReplicaStall(b)
+    if lifecycle.stale(c, br, b):
+        yield A.MetadataUpdate(b)
+    if u.crashes < cfg.max_crashes:
+        yield A.BrokerCrash(b)
+    if u.unclean < cfg.max_unclean_crashes:
+        for keep in range(br.leo + 1):
+            yield A.BrokerCrash(b, keep)
+    if c.registered & (1 << (b - 1)):
+        if u.fences < cfg.max_fences:
+            yield A.ControllerFenceBroker(b)
+    else:
+        yield A.BrokerHeartbeat(b)
 
 
 STEPS = {
@@ -114,47 +116,64 @@ STEPS = {
 }
 
 
-def step(cfg: Config, state: State, action) -> list[State]:
-    """All states `action` can lead to from `state` (empty when its guard is false)."""
+def unobserved_step(cfg: Config, state: State, action) -> list[State]:
+    """The states `action` leads to before the ghost observes them (empty when its guard is false)."""
     out = STEPS[type(action)](cfg, state, action)
     if out is None:
         return []
-    if isinstance(out, State):
-        out = [out]
-    return [observe(cfg, s) for s in out]
+    return [out] if isinstance(out, State) else out
+
+
+def step(cfg: Config, state: State, action) -> list[State]:
+    """All states `action` can lead to from `state` (empty when its guard is false)."""
+    return [observe(cfg, s) for s in unobserved_step(cfg, state, action)]
 
 
 def encode(state: State) -> bytes:
-    """Canonical bytes. marshal version 2 writes no back-references, so equal values
-    give equal bytes in every process and Python version that reads version 2."""
+    """The state as bytes, for other processes (Spark). marshal version 2 writes no
+    back-references, so equal values give equal bytes in every process."""
     return marshal.dumps(state.key(), 2)
 
 
-def fingerprint(state: State) -> int:
-    """64 stable bits; Python's hash() is seeded per process and must not be used."""
-    return int.from_bytes(hashlib.blake2b(encode(state), digest_size=8).digest(), "little")
-
-
 class Model:
-    """Kafka partition replication as a transition system."""
+    """Kafka partition replication as a transition system.
 
-    def __init__(self, config: Config):
+    Successors and fingerprints go through spec/memo.py's caches; `verify=True` re-runs the
+    step functions on every cache hit and fails on any difference (for tests). With
+    config.symmetry, fingerprints are those of canonical states (spec/symmetry.py); the
+    states themselves, and so every trace, stay the real ones.
+    """
+
+    def __init__(self, config: Config, verify: bool = False):
         self.config = config.validated()
+        self.fast = FastSuccessors(self.config, broker_actions, unobserved_step, observe, verify)
+        self.in_order = tuple(range(1, self.config.rf + 1))
 
     def initial_states(self) -> list[State]:
-        return [initial_state(self.config.rf)]
+        """One per replica assignment order: which broker is preferred, which is tried next."""
+        return [initial_state(self.config.rf, order) for order in permutations(self.in_order)]
 
     def successors(self, state: State) -> Iterator[tuple[object, State]]:
-        cfg = self.config
-        for action in candidate_actions(cfg, state):
-            for nxt in step(cfg, state, action):
-                yield action, nxt
+        return self.fast.successors(state)
+
+    def expand(self, state: State) -> Iterator[tuple[object, State, int]]:
+        """(action, successor, fingerprint): successors with the fingerprint the engine needs."""
+        if not self.config.symmetry:
+            return self.fast.expand(state)
+        return self._expand_reduced(state)
+
+    def _expand_reduced(self, state: State):
+        in_order, fingerprint = self.in_order, self.fast.fingerprint
+        for action, nxt, fp in self.fast.expand(state):
+            if nxt.controller.replicas != in_order:
+                fp = fingerprint(symmetry.canonical(nxt))
+            yield action, nxt, fp
 
     def canonical(self, state: State) -> State:
-        return state     # symmetry reduction is not applied yet
+        return symmetry.canonical(state) if self.config.symmetry else state
 
     def fingerprint(self, state: State) -> int:
-        return fingerprint(self.canonical(state))
+        return self.fast.fingerprint(self.canonical(state))
 
     def action_names(self) -> list[str]:
         return [t.__name__ for t in A.ACTION_TYPES]

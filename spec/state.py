@@ -65,6 +65,11 @@ class Controller:
     elr: int = 0             # eligible leader replicas (KIP-966), bitmask
     lastelr: int = 0         # last known leader (lastKnownElr as shipped): the last ISR member once the ISR empties
     recovering: bool = False  # LeaderRecoveryState RECOVERING after an unclean election (KIP-704)
+    replicas: tuple = ()     # the assignment order (PartitionRegistration.replicas); elections follow it
+
+    def in_order(self, mask: int) -> list:
+        """The brokers of a bitmask in assignment order: the order every election tries them in."""
+        return [b for b in self.replicas if mask & (1 << (b - 1))]
 
     def meta(self) -> tuple:
         """What a leader learns from the metadata log about its partition."""
@@ -137,7 +142,7 @@ class State:
         """The state as nested tuples of ints, bools and strings: what identity is computed from."""
         c, g, u = self.controller, self.ghost, self.budget
         return (
-            (c.leader, c.epoch, c.pepoch, c.isr, c.registered, c.bepochs, c.elr, c.lastelr, c.recovering),
+            (c.leader, c.epoch, c.pepoch, c.isr, c.registered, c.bepochs, c.elr, c.lastelr, c.recovering, c.replicas),
             tuple((b.alive, b.bepoch, b.leader, b.epoch, b.pepoch, b.isr, b.log, b.cache, b.hw,
                    b.start, b.views, b.vbepochs, b.pending, b.purgatory,
                    b.alter and (b.alter.epoch, b.alter.ok, b.alter.isr, b.alter.pepoch, b.alter.error),
@@ -171,15 +176,19 @@ class State:
         return NO_LEADER
 
 
-def initial_state(rf: int) -> State:
-    """Broker 1 leads epoch 1 with every replica in the ISR and empty logs; all metadata known."""
+def initial_state(rf: int, replicas: Optional[tuple] = None) -> State:
+    """The preferred replica (first in the assignment) leads epoch 1 with every replica in the
+    ISR and empty logs; all metadata known. The assignment is 1..rf unless given."""
+    replicas = tuple(range(1, rf + 1)) if replicas is None else tuple(replicas)
+    first = replicas[0]
     everyone = (1 << rf) - 1
-    c = Controller(leader=1, epoch=1, pepoch=1, isr=everyone, registered=everyone, bepochs=(1,) * rf)
+    c = Controller(leader=first, epoch=1, pepoch=1, isr=everyone, registered=everyone, bepochs=(1,) * rf,
+                   replicas=replicas)
     brokers = []
     for b in range(1, rf + 1):
-        br = Broker(leader=1, epoch=1)
-        if b == 1:
-            br = Broker(leader=1, epoch=1, pepoch=1, isr=everyone, cache=((1, 0),), views=(UNKNOWN,) * rf,
+        br = Broker(leader=first, epoch=1)
+        if b == first:
+            br = Broker(leader=first, epoch=1, pepoch=1, isr=everyone, cache=((1, 0),), views=(UNKNOWN,) * rf,
                         vbepochs=(0,) * rf)
         brokers.append(br)
     return State(c, tuple(brokers))

@@ -199,7 +199,7 @@ def test_leader_completeness_unclean_election_of_lagging_replica():
     (RECOVERING), and it leads with an empty log: the committed (and acknowledged) record is gone."""
     r1 = ((1, 1),)
     s = State(
-        Controller(leader=3, epoch=3, pepoch=4, isr=B3, registered=B3, bepochs=(1, 1, 1), recovering=True),
+        Controller(leader=3, epoch=3, pepoch=4, isr=B3, registered=B3, bepochs=(1, 1, 1), recovering=True, replicas=(1, 2, 3)),
         (
             dead(r1, hw=1, cache=((1, 0),)),
             dead(r1, hw=1, cache=((1, 0),)),
@@ -245,7 +245,7 @@ def test_acked_write_durability_acks_1_leader_crash_before_replication():
     the acknowledged write is not in the new leader's log. Nothing was ever committed, so
     no other invariant is broken: this is exactly the loss acks=1 allows."""
     s = State(
-        Controller(leader=2, epoch=2, pepoch=2, isr=B2 | B3, registered=B2 | B3, bepochs=(1, 1, 1)),
+        Controller(leader=2, epoch=2, pepoch=2, isr=B2 | B3, registered=B2 | B3, bepochs=(1, 1, 1), replicas=(1, 2, 3)),
         (
             dead(((1, 1),), hw=0, cache=((1, 0),)),
             new_leader(2, 2, 2, B2 | B3, cache=((2, 0),)),
@@ -286,7 +286,7 @@ def test_hw_monotonic_unclean_leader_exposes_lower_hw():
     with an empty log; its HW 0 is at its epoch's start offset, so it is exposed, and a
     consumer now sees the HW go back from 1 to 0."""
     prev = State(
-        Controller(leader=2, epoch=2, pepoch=4, isr=B2, registered=B2 | B3, bepochs=(1, 1, 1), recovering=True),
+        Controller(leader=2, epoch=2, pepoch=4, isr=B2, registered=B2 | B3, bepochs=(1, 1, 1), recovering=True, replicas=(1, 2, 3)),
         (dead(((1, 1),), hw=1, cache=((1, 0),)), follower(1, 1, stalled=True), follower(1, 1, stalled=True)),
         Ghost(acked=0b1, committed=(1,), hw_seen=1),
         Budget(records=1, crashes=1, shrinks=2),
@@ -359,7 +359,7 @@ ZOMBIE_TRACE = SHRINK_TO_LEADER + (
 
 def zombie_state() -> State:
     return State(
-        Controller(leader=2, epoch=2, pepoch=4, isr=B2, registered=B2 | B3, bepochs=(1, 1, 1), recovering=True),
+        Controller(leader=2, epoch=2, pepoch=4, isr=B2, registered=B2 | B3, bepochs=(1, 1, 1), recovering=True, replicas=(1, 2, 3)),
         (
             new_leader(1, 1, 3, B1, log=((1, 1),), cache=((1, 0),), hw=1),
             new_leader(2, 2, 4, B2, cache=((2, 0),)),
@@ -392,7 +392,7 @@ def test_no_split_brain_divergence_below_both_hws():
     the leader has record 2 there under HW 1: the logs diverge below both HWs."""
     s = run(FENCE, A.Produce(2, 2), A.BrokerHeartbeat(1), A.MetadataUpdate(1), state=zombie_state())
     built = State(
-        Controller(leader=2, epoch=2, pepoch=4, isr=B2, registered=ALL3, bepochs=(1, 1, 1), recovering=True),
+        Controller(leader=2, epoch=2, pepoch=4, isr=B2, registered=ALL3, bepochs=(1, 1, 1), recovering=True, replicas=(1, 2, 3)),
         (
             follower(2, 2, ((1, 1),), hw=1, cache=((1, 0),)),
             new_leader(2, 2, 4, B2, log=((2, 2),), cache=((2, 0),), hw=1),

@@ -23,7 +23,7 @@ from kafkamc.checker.spark import (FaultInjection, SparkJobFailed, SparkUnavaila
                                    explore_spark, spark_context, state_from_key)
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
-from kafkamc.spec.model import Model, encode, fingerprint
+from kafkamc.spec.model import Model, encode
 from kafkamc.spec.protocol import Protocol
 from kafkamc.traces.trace import Trace, load
 
@@ -86,6 +86,7 @@ def assert_same(local, spark):
 def sample_states(cfg: Config, n: int) -> list:
     """About n states of cfg, breadth first."""
     model = Model(cfg)
+    fingerprint = model.fingerprint
     seen = {fingerprint(s): s for s in model.initial_states()}
     queue = deque(seen.values())
     while queue and len(seen) < n:

@@ -1,0 +1,236 @@
+"""Fast successors and fingerprints: interned components and steps cached on what they read.
+
+A State is made of components: the controller, each broker, the ghost and the budget.
+Every component the engine handles is interned (one object per value), and its stable
+64-bit fingerprint is computed once, from its marshal bytes. Then:
+
+- a state's fingerprint is the hash of its components' fingerprints (a few dict lookups);
+- most steps read only a few components (a Fetch reads the follower, the leader and the
+  ghost), and across the search the same few components meet again and again. A step's
+  outcome is cached under the identities of the components it reads, its *footprint*,
+  and replayed as the components it changed. Interned objects never die, so an id()
+  names one value for the whole run.
+
+The step functions stay the specification: they run on every cache miss, and
+`Model(cfg, verify=True)` re-runs them on every hit and compares (tests do).
+"""
+from __future__ import annotations
+
+import hashlib
+import marshal
+from operator import itemgetter
+
+from kafkamc.spec import actions as A
+from kafkamc.spec.config import Config
+from kafkamc.spec.state import State
+
+MASK64 = (1 << 64) - 1
+CACHE_LIMIT = 1 << 22       # entries per cache before it is dropped and refilled
+
+
+def as_tuple(obj):
+    """A component as nested tuples of ints, bools, strings and None (marshal writes those)."""
+    if hasattr(obj, "__slots__"):
+        return tuple(as_tuple(getattr(obj, n)) for n in obj.__slots__)
+    return obj
+
+
+def component_fingerprint(tag: int, obj) -> int:
+    """64 stable bits of one component's value; computed once per distinct value."""
+    data = marshal.dumps((tag, as_tuple(obj)), 2)
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
+def footprint(cfg: Config, a) -> tuple[tuple, int]:
+    """(reads, gate): the component indices a step reads (0 controller, b broker b, rf+1 ghost,
+    rf+2 budget), and a broker whose pending acks=all requests are the only reason the step
+    reads the ghost (0 when it always does or never does).
+
+    Its writes must fall inside the reads: the cache replays changes to these components.
+    A leader's HW advance answers requests waiting in purgatory and only then touches the
+    ghost, which is why a Fetch reads it only while the leader has requests waiting. With
+    track_down on, the advance also counts the brokers that are down.
+    """
+    rf = cfg.rf
+    C, G, U = 0, rf + 1, rf + 2
+    down = tuple(range(1, rf + 1)) if cfg.track_down else ()
+    t = type(a)
+    gate = 0
+    if t is A.Fetch:
+        reads, gate = (a.follower, a.leader) + down, a.leader
+    elif t is A.OffsetsForLeaderEpoch:
+        reads = (a.follower, a.leader)
+    elif t is A.Produce:
+        reads = (a.leader, G, U) + down
+    elif t is A.ReplicaStall:
+        reads = (a.follower, C, U)
+    elif t is A.HandleAlterPartitionResponse:
+        reads, gate = (a.leader,) + down, a.leader
+    elif t is A.MetadataUpdate:
+        reads, gate = (a.broker, C) + down, a.broker
+    elif t is A.BrokerRestart:
+        reads = (a.broker, C) + down     # it restarts with no requests waiting
+    elif t is A.AlterPartition:
+        # the leader, the follower it would drop (never in the proposed ISR), the controller;
+        # with ZooKeeper-era ISR writes the response is handled in the same step
+        reads, gate = (a.leader,) + tuple(b for b in range(1, rf + 1) if b not in a.isr) + (C, U) + down, 0
+        if cfg.rule("isr_update") == "zookeeper":
+            gate = a.leader
+    elif t is A.BrokerCrash or t is A.ControllerFenceBroker:
+        reads = (a.broker, C, U)
+    elif t is A.BrokerHeartbeat:
+        reads = (a.broker, C)
+    else:
+        reads = tuple(range(rf + 3))
+    return tuple(sorted(set(reads))), gate
+
+
+class Components:
+    """The intern table: value -> the one object for it, and id -> stable fingerprint."""
+
+    def __init__(self):
+        self.objects: dict = {}
+        self.fp: dict[int, int] = {}
+
+    def intern(self, obj, tag: int):
+        if id(obj) in self.fp:
+            return obj          # the interned object itself: it is alive, so its id is unique
+        known = self.objects.get(obj)
+        if known is None:
+            self.objects[obj] = known = obj
+            self.fp[id(obj)] = component_fingerprint(tag, obj)
+        return known
+
+
+class FastSuccessors:
+    """Model.successors and Model.fingerprint through the caches; same results, same order."""
+
+    def __init__(self, cfg: Config, candidates, step, observe, verify: bool = False):
+        self.cfg = cfg
+        self.rf = cfg.rf
+        self.candidates_of = candidates     # (cfg, controller, broker, budget, b) -> actions
+        self.step = step                    # (cfg, state, action) -> [State] before observe
+        self.observe = observe              # (cfg, state) -> state
+        self.verify = verify
+        self.components = Components()
+        self.tags = (0,) + (1,) * cfg.rf + (2, 3)
+        self.actions: dict = {}             # action -> (action, code, footprint getter)
+        self.cand_cache: dict = {}
+        self.step_cache: dict = {}
+        self.observe_cache: dict = {}
+
+    # ---------------------------------------------------------------- components
+
+    def split(self, state: State) -> list:
+        """The interned components of a state, in index order."""
+        intern, tags = self.components.intern, self.tags
+        comps = [state.controller, *state.brokers, state.ghost, state.budget]
+        return [intern(x, tags[i]) for i, x in enumerate(comps)]
+
+    def join(self, comps: list) -> State:
+        rf = self.rf
+        return State(comps[0], tuple(comps[1:rf + 1]), comps[rf + 1], comps[rf + 2])
+
+    def fingerprints(self, state: State) -> tuple:
+        """The components' fingerprints, interning any component not seen before."""
+        fp = self.components.fp
+        try:
+            return (fp[id(state.controller)], *[fp[id(b)] for b in state.brokers],
+                    fp[id(state.ghost)], fp[id(state.budget)])
+        except KeyError:
+            comps = self.split(state)
+            return tuple(fp[id(x)] for x in comps)
+
+    def fingerprint(self, state: State) -> int:
+        return hash(self.fingerprints(state)) & MASK64
+
+    # ---------------------------------------------------------------- successors
+
+    def _prepared(self, action):
+        entry = self.actions.get(action)
+        if entry is None:
+            reads, gate = footprint(self.cfg, action)
+            getter = itemgetter(*reads) if len(reads) > 1 else (lambda ids, i=reads[0]: (ids[i],))
+            entry = self.actions[action] = (action, len(self.actions), getter, gate)
+        return entry
+
+    def _candidates(self, comps: list, b: int) -> tuple:
+        c, br, u = comps[0], comps[b], comps[self.rf + 2]
+        key = (b, id(br), id(c), id(u))
+        out = self.cand_cache.get(key)
+        if out is None:
+            if len(self.cand_cache) >= CACHE_LIMIT:
+                self.cand_cache.clear()
+            out = self.cand_cache[key] = tuple(self._prepared(a) for a in self.candidates_of(self.cfg, c, br, u, b))
+        return out
+
+    def _outcomes(self, state: State, comps: list, ids: tuple, action, code: int, getter, gate: int) -> tuple:
+        """What each successor changes: (((index, component, its fingerprint), ...), ...)."""
+        key = (code, getter(ids), ids[self.rf + 1] if gate and comps[gate].purgatory else 0)
+        out = self.step_cache.get(key)
+        if out is None or self.verify:
+            computed = []
+            intern, tags, fp = self.components.intern, self.tags, self.components.fp
+            for nxt in self.step(self.cfg, state, action):
+                changes = []
+                for i, x in enumerate((nxt.controller, *nxt.brokers, nxt.ghost, nxt.budget)):
+                    if x is not comps[i]:
+                        x = intern(x, tags[i])
+                        if x is not comps[i]:
+                            changes.append((i, x, fp[id(x)]))
+                computed.append(tuple(changes))
+            computed = tuple(computed)
+            if out is not None and out != computed:
+                raise AssertionError(f"cached outcome of {action} differs from the step function: fix its footprint")
+            if out is None:
+                if len(self.step_cache) >= CACHE_LIMIT:
+                    self.step_cache.clear()
+                self.step_cache[key] = out = computed
+        return out
+
+    def _observed_ghost(self, comps: list) -> tuple:
+        """(ghost, fingerprint) after the ghost observes the true leader of these components."""
+        rf = self.rf
+        c, ghost = comps[0], comps[rf + 1]
+        key = (id(c), id(comps[c.leader]) if c.leader else 0, id(ghost))
+        out = self.observe_cache.get(key)
+        if out is None:
+            g = self.components.intern(self.observe(self.cfg, self.join(comps)).ghost, 2)
+            if len(self.observe_cache) >= CACHE_LIMIT:
+                self.observe_cache.clear()
+            self.observe_cache[key] = out = (g, self.components.fp[id(g)])
+        return out
+
+    def expand(self, state: State):
+        """(action, successor, its fingerprint before symmetry), in candidate order."""
+        comps = self.split(state)
+        fp = self.components.fp
+        fps = [fp[id(x)] for x in comps]
+        state = self.join(comps)
+        ids = tuple(map(id, comps))
+        G = self.rf + 1
+        verify = self.verify
+        for b in range(1, self.rf + 1):
+            for action, code, getter, gate in self._candidates(comps, b):
+                for changes in self._outcomes(state, comps, ids, action, code, getter, gate):
+                    new, nfps = comps.copy(), fps.copy()
+                    for i, x, f in changes:
+                        new[i] = x
+                        nfps[i] = f
+                    g, gf = self._observed_ghost(new)
+                    if g is not new[G]:
+                        new[G] = g
+                        nfps[G] = gf
+                    nxt = self.join(new)
+                    if verify:
+                        self._check_observed(state, action, nxt)
+                    yield action, nxt, hash(tuple(nfps)) & MASK64
+
+    def successors(self, state: State):
+        for action, nxt, _ in self.expand(state):
+            yield action, nxt
+
+    def _check_observed(self, state: State, action, nxt: State) -> None:
+        direct = [self.observe(self.cfg, s) for s in self.step(self.cfg, state, action)]
+        if nxt not in direct:
+            raise AssertionError(f"cached successor of {action} is not one the step function gives")
