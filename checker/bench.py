@@ -1,45 +1,108 @@
-"""The benchmark: engines on fixed configurations, timed end to end."""
+"""The benchmark: a fixed table of runs, each in a fresh process, printed as JSON.
+
+Each run is its own Python process so that its peak memory (ru_maxrss) is its own, and so
+that caches warmed by one run do not flatter the next. Timing is end to end inside that
+process: building the model and compiling the invariants included, start-up of the
+interpreter not.
+"""
 from __future__ import annotations
 
+import json
+import os
 import platform
+import resource
+import subprocess
+import sys
 import time
+from dataclasses import replace
 
-from kafkamc.checker.explorer import explore
-from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
-from kafkamc.spec.model import Model
 
 BENCH_CONFIG = Config()   # the default check: `kafkamc check --rf 3 --minisr 2`
-# A configuration past a million distinct states, where Spark's cost per level starts to
-# be paid back: rf 3, min ISR 2, two records, two clean shutdowns, two ISR shrinks.
+# Past a million distinct states (reduced; six times as many unreduced): rf 3, min ISR 2,
+# two records, two clean shutdowns, two ISR shrinks.
 LARGE_CONFIG = Config(rf=3, minisr=2, max_records=2, max_crashes=2, max_unclean_crashes=0, max_isr_shrinks=2)
 
+# name -> (config, engine). The engines: "local", or "spark-local[T]" with T threads.
+RUNS = {
+    "default": (BENCH_CONFIG, "local"),
+    "default-no-symmetry": (replace(BENCH_CONFIG, symmetry=False), "local"),
+    "default-spark-local[2]": (BENCH_CONFIG, "spark-local[2]"),
+    "large": (LARGE_CONFIG, "local"),
+    "large-spark-local[2]": (LARGE_CONFIG, "spark-local[2]"),
+    "large-no-symmetry": (replace(LARGE_CONFIG, symmetry=False), "local"),
+}
+QUICK = ("default", "default-no-symmetry")
 
-def _record(cfg: Config, engine: str, result, elapsed: float) -> dict:
+
+def describe(cfg: Config) -> str:
+    bounds = " ".join(f"{k}={v}" for k, v in cfg.bounds().items())
+    return f"rf={cfg.rf} minisr={cfg.minisr} symmetry={'on' if cfg.symmetry else 'off'} {bounds}"
+
+
+def peak_memory_mib() -> float:
+    """This process's peak resident memory (Linux reports kilobytes)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_one(name: str) -> dict:
+    """One run of the table, in this process."""
+    cfg, engine = RUNS[name]
+    start = time.monotonic()
+    if engine == "local":
+        from kafkamc.checker.explorer import explore
+        from kafkamc.invariants.suite import InvariantSuite
+        from kafkamc.spec.model import Model
+        result = explore(Model(cfg), InvariantSuite(cfg))
+    else:
+        from kafkamc.checker.spark import explore_spark
+        threads = int(engine[len("spark-local["):-1])
+        result = explore_spark(cfg, None, partitions=threads, master=f"local[{threads}]")
+    elapsed = time.monotonic() - start
     return {
-        "config": f"rf={cfg.rf} minisr={cfg.minisr} " + " ".join(f"{k}={v}" for k, v in cfg.bounds().items()),
+        "run": name,
+        "config": describe(cfg),
         "engine": engine,
         "verdict": result.verdict,
         "distinct_states": result.distinct_states,
         "states_generated": result.states_generated,
         "depth": result.depth,
-        "elapsed_s": round(elapsed, 3),
-        "distinct_states_per_s": round(result.distinct_states / elapsed, 1),
-        "python": platform.python_version(),
-        "machine": platform.machine(),
+        "elapsed_s": round(elapsed, 2),
+        "distinct_states_per_s": round(result.distinct_states / elapsed),
+        # The driver's peak; Spark's Python workers and JVM are other processes.
+        "peak_memory_mib": round(peak_memory_mib()),
+        "visited_bytes_per_state": round(result.bytes_per_state, 1) if engine == "local" else None,
+        "collision_probability": float(f"{result.collision_probability:.1e}"),
     }
 
 
-def run_bench(cfg: Config = BENCH_CONFIG) -> dict:
-    """The local BFS engine, including compiling the invariants."""
-    start = time.monotonic()
-    result = explore(Model(cfg), InvariantSuite(cfg))
-    return _record(cfg, "local-bfs", result, time.monotonic() - start)
+def run_table(names) -> dict:
+    """Every named run, each in a fresh process, with the machine it ran on."""
+    rows = []
+    for name in names:
+        p = subprocess.run([sys.executable, "-m", "kafkamc.checker.bench", name], capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(f"benchmark run {name} failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
+        rows.append(json.loads(p.stdout))
+    return {"machine": machine(), "runs": rows}
 
 
-def run_spark_bench(cfg: Config, threads: int, partitions: int) -> dict:
-    """Spark local mode with `threads` worker threads, start-up of the context included."""
-    from kafkamc.checker.spark import explore_spark
-    start = time.monotonic()
-    result = explore_spark(cfg, None, partitions=partitions, master=f"local[{threads}]")
-    return _record(cfg, f"spark-local[{threads}]-P{partitions}", result, time.monotonic() - start)
+def machine() -> dict:
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
+    return {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
+            "memory_gib": round(mem, 1), "processor": _cpu_model()}
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+if __name__ == "__main__":
+    print(json.dumps(run_one(sys.argv[1])))

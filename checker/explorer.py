@@ -7,10 +7,11 @@ A trace is rebuilt by replaying the model along those indices, so states need no
 from __future__ import annotations
 
 import time
-from array import array
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Callable, Optional
+
+from kafkamc.checker.visited import FingerprintSet, Nodes
 
 STRATEGIES = ("bfs", "dfs")
 
@@ -46,6 +47,11 @@ class Result:
     violation: Optional[Violation] = None
     coverage: Counter = field(default_factory=Counter)
     reached: dict = field(default_factory=dict)     # reachability property -> witness trace
+    visited_bytes: int = 0    # the visited set and parent pointers, in bytes
+
+    @property
+    def bytes_per_state(self) -> float:
+        return self.visited_bytes / self.distinct_states if self.distinct_states else 0.0
 
     @property
     def states_per_second(self) -> float:
@@ -56,28 +62,6 @@ class Result:
         """Optimistic chance that two distinct states shared a fingerprint (as TLC estimates it)."""
         n, g = self.distinct_states, self.states_generated
         return n * max(g - n, 0) / 2.0 ** 64
-
-
-class _Nodes:
-    """Parent pointers: 8 + 4 bytes per state in two flat arrays."""
-
-    def __init__(self):
-        self.parent = array("q")
-        self.index = array("i")
-
-    def add(self, parent: int, index: int) -> int:
-        self.parent.append(parent)
-        self.index.append(index)
-        return len(self.parent) - 1
-
-    def path(self, node: int) -> tuple[int, list[int]]:
-        """(initial state index, successor indices) leading to `node`."""
-        steps = []
-        while self.parent[node] >= 0:
-            steps.append(self.index[node])
-            node = self.parent[node]
-        steps.reverse()
-        return self.index[node], steps
 
 
 def replay_path(model, init_index: int, steps: list[int]) -> list:
@@ -107,11 +91,12 @@ def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits()
         raise ValueError(f"unknown strategy {strategy!r}")
     start = time.monotonic()
     fp_of = model.fingerprint
+    visited = FingerprintSet()
+    is_new = visited.add
+    nodes = Nodes()
     expand = model.expand if hasattr(model, "expand") else (
         lambda s: ((a, n, fp_of(n)) for a, n in model.successors(s)))
     fired: Counter = Counter()    # per action type; names are looked up once, at the end
-    visited: dict[int, int] = {}
-    nodes = _Nodes()
     coverage: Counter = Counter()
     pending: deque = deque()
     take = pending.popleft if strategy == "bfs" else pending.pop
@@ -143,11 +128,9 @@ def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits()
 
     for i, s in enumerate(model.initial_states()):
         generated += 1
-        fp = fp_of(s)
-        if fp in visited:
+        if not is_new(fp_of(s)):
             continue
         node = nodes.add(-1, i)
-        visited[fp] = node
         bad = check_state(s)
         if bad:
             violation_at = (bad, "state", node, None)
@@ -176,10 +159,9 @@ def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits()
                     any_reached = reach_any(unreached)
                     if stop_when_reached and not targets:
                         break
-                if fp in visited:
+                if not is_new(fp):
                     continue
                 child = nodes.add(node, index)
-                visited[fp] = child
                 if depth + 1 > max_depth:
                     max_depth = depth + 1
                 bad = check_state(nxt)
@@ -225,4 +207,5 @@ def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits()
     if progress is not None:
         progress(stats(final=True))
     return Result(verdict, strategy, len(visited), generated, max_depth,
-                  time.monotonic() - start, stop_reason, violation, coverage, reached)
+                  time.monotonic() - start, stop_reason, violation, coverage, reached,
+                  visited_bytes=visited.nbytes + nodes.nbytes)

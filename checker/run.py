@@ -87,6 +87,8 @@ class CheckRun:
             "invariants": self.invariants,
             "stop_reason": r.stop_reason,
             "collision_probability": r.collision_probability,
+            "symmetry": self.config.symmetry,
+            "visited_bytes_per_state": round(r.bytes_per_state, 1),
             "coverage": self.coverage(),
             "reached": self.reached(),
             "vacuity_warnings": self.vacuity_warnings(),

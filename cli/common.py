@@ -15,7 +15,7 @@ class UsageProblem(Exception):
 
 DEFAULTS = Config()
 CONFIG_OPTION_NAMES = ("rf", "minisr", "acks", "unclean", "era", "rules", "elr", "max_records", "max_crashes",
-                       "max_unclean_crashes", "max_fences", "max_isr_shrinks")
+                       "max_unclean_crashes", "max_fences", "max_isr_shrinks", "symmetry")
 
 
 def _bound(name: str, help_text: str):
@@ -38,6 +38,8 @@ _CONFIG_OPTIONS = (
     _bound("max_unclean_crashes", "hard crashes that lose the unflushed log tail"),
     _bound("max_fences", "live brokers fenced by the controller (makes zombie leaders)"),
     _bound("max_isr_shrinks", "ISR shrinks the leaders may request"),
+    click.option("--symmetry/--no-symmetry", default=DEFAULTS.symmetry, show_default=True,
+                 help="count states that differ only by broker ids once (every replica assignment order is checked)"),
 )
 
 

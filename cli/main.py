@@ -124,7 +124,9 @@ def _print_run(run: CheckRun) -> None:
     console.print("bounds: " + ", ".join(f"{k}={v}" for k, v in run.bounds().items()))
     console.print(f"{r.distinct_states:,} distinct states, {r.states_generated:,} generated, depth {r.depth}, "
                   f"{r.elapsed_s:.2f}s ({r.states_per_second:,.0f} distinct states/s)")
-    console.print(f"fingerprint collision probability (optimistic): {r.collision_probability:.1e}")
+    console.print(f"symmetry reduction: {'on (states equal up to broker ids count once)' if cfg.symmetry else 'off'}")
+    console.print(f"fingerprint collision probability (optimistic): {r.collision_probability:.1e}"
+                  + (f"; visited set {r.bytes_per_state:.1f} bytes/state" if r.visited_bytes else ""))
     console.print("actions fired: " + ", ".join(f"{k} {v:,}" for k, v in sorted(run.coverage().items())))
     for name in run.never_fired():
         bound = run.ENABLED_BY.get(name)
@@ -251,23 +253,29 @@ def trace_replay(file):
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="print the JSON records only")
-@click.option("--large", is_flag=True, help="the configuration past a million states instead of the default check")
-@click.option("--spark", is_flag=True, help="also Spark local mode with 1 and 2 worker threads")
-def bench(as_json, large, spark):
-    """Time the engines on a fixed configuration and print distinct states per second."""
-    from kafkamc.checker.bench import BENCH_CONFIG, LARGE_CONFIG, run_bench, run_spark_bench
-    cfg = LARGE_CONFIG if large else BENCH_CONFIG
-    records = [run_bench(cfg)]
-    if spark:
-        records += [run_spark_bench(cfg, threads=1, partitions=1), run_spark_bench(cfg, threads=2, partitions=2)]
+@click.option("--json", "as_json", is_flag=True, help="print the JSON table only")
+@click.option("--all", "everything", is_flag=True,
+              help="the whole table: also Spark local mode and the large configuration, with and without symmetry")
+@click.option("--run", "names", multiple=True, metavar="NAME", help="only this run of the table (repeatable)")
+def bench(as_json, everything, names):
+    """Time the engines on a fixed table of configurations; each run in a fresh process.
+
+    Without options: the default check with and without symmetry reduction."""
+    from kafkamc.checker.bench import QUICK, RUNS, run_table
+    for name in names:
+        if name not in RUNS:
+            raise UsageProblem(f"unknown benchmark run {name!r}; runs: {', '.join(RUNS)}")
+    table = run_table(names or (tuple(RUNS) if everything else QUICK))
     if as_json:
-        click.echo(json.dumps(records[0] if len(records) == 1 else records, indent=1))
+        click.echo(json.dumps(table, indent=1))
         return EXIT_HOLDS
-    for record in records:
-        click.echo(f"{record['engine']}: {record['config']}: {record['distinct_states']:,} distinct states in "
-                   f"{record['elapsed_s']:.2f}s = {record['distinct_states_per_s']:,.0f} distinct states/s "
-                   f"({record['states_generated']:,} generated, {record['verdict']})")
+    m = table["machine"]
+    click.echo(f"machine: {m['processor']}, {m['cpus']} cpus, {m['memory_gib']} GiB, Python {m['python']}")
+    for r in table["runs"]:
+        per_state = "" if r["visited_bytes_per_state"] is None else f", visited set {r['visited_bytes_per_state']} B/state"
+        click.echo(f"{r['run']} [{r['engine']}] {r['config']}: {r['distinct_states']:,} distinct states "
+                   f"({r['states_generated']:,} generated, depth {r['depth']}, {r['verdict']}) in {r['elapsed_s']:.2f}s "
+                   f"= {r['distinct_states_per_s']:,} states/s; peak memory {r['peak_memory_mib']:,} MiB{per_state}")
     return EXIT_HOLDS
 
 

@@ -164,9 +164,9 @@ class FastSuccessors:
             out = self.cand_cache[key] = tuple(self._prepared(a) for a in self.candidates_of(self.cfg, c, br, u, b))
         return out
 
-    def _outcomes(self, state: State, comps: list, ids: tuple, action, code: int, getter, gate: int) -> tuple:
-        """What each successor changes: (((index, component, its fingerprint), ...), ...)."""
-        key = (code, getter(ids), ids[self.rf + 1] if gate and comps[gate].purgatory else 0)
+    def _outcomes(self, state: State, comps: list, key: tuple, action) -> tuple:
+        """What each successor changes: (((index, component, its fingerprint), ...), ...).
+        The key is the action's code, the ids of the components it reads and, when gated, the ghost's."""
         out = self.step_cache.get(key)
         if out is None or self.verify:
             computed = []
@@ -202,26 +202,36 @@ class FastSuccessors:
         return out
 
     def expand(self, state: State):
-        """(action, successor, its fingerprint before symmetry), in candidate order."""
+        """(action, successor, its fingerprint before symmetry), in candidate order.
+
+        The cache hits are inlined here: this loop runs once per transition of the search."""
         comps = self.split(state)
         fp = self.components.fp
         fps = [fp[id(x)] for x in comps]
         state = self.join(comps)
         ids = tuple(map(id, comps))
-        G = self.rf + 1
-        verify = self.verify
-        for b in range(1, self.rf + 1):
+        rf = self.rf
+        G = rf + 1
+        step_get, observe_get = self.step_cache.get, self.observe_cache.get
+        verify, join = self.verify, self.join
+        for b in range(1, rf + 1):
             for action, code, getter, gate in self._candidates(comps, b):
-                for changes in self._outcomes(state, comps, ids, action, code, getter, gate):
+                key = (code, getter(ids), ids[G] if gate and comps[gate].purgatory else 0)
+                outcomes = step_get(key)
+                if outcomes is None or verify:
+                    outcomes = self._outcomes(state, comps, key, action)
+                for changes in outcomes:
                     new, nfps = comps.copy(), fps.copy()
                     for i, x, f in changes:
                         new[i] = x
                         nfps[i] = f
-                    g, gf = self._observed_ghost(new)
-                    if g is not new[G]:
-                        new[G] = g
-                        nfps[G] = gf
-                    nxt = self.join(new)
+                    c = new[0]
+                    seen = observe_get((id(c), id(new[c.leader]) if c.leader else 0, id(new[G])))
+                    if seen is None:
+                        seen = self._observed_ghost(new)
+                    if seen[0] is not new[G]:
+                        new[G], nfps[G] = seen
+                    nxt = State(new[0], tuple(new[1:G]), new[G], new[G + 1])
                     if verify:
                         self._check_observed(state, action, nxt)
                     yield action, nxt, hash(tuple(nfps)) & MASK64

@@ -188,11 +188,21 @@ def test_bad_trace_files_exit_2(tmp_path, mangle, message, command):
 
 
 @pytest.mark.slow
-def test_bench_prints_states_per_second():
-    p = kafkamc("bench", "--json")
-    assert p.returncode == 0
+def test_bench_prints_the_table_as_json():
+    p = kafkamc("bench", "--json", "--run", "default")
+    assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
-    assert out["verdict"] == "holds" and out["distinct_states"] == 262297 and out["distinct_states_per_s"] > 0
+    (row,) = out["runs"]
+    assert out["machine"]["cpus"] >= 1
+    assert (row["run"], row["verdict"], row["distinct_states"], row["depth"]) == ("default", "holds", 262297, 27)
+    assert row["distinct_states_per_s"] > 0 and row["peak_memory_mib"] > 0
+    assert 0 < row["visited_bytes_per_state"] <= 32
+
+
+def test_bench_unknown_run_is_one_line():
+    p = kafkamc("bench", "--run", "nope")
+    assert p.returncode == 2 and "unknown benchmark run 'nope'" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
 
 
 pytestmark = pytest.mark.filterwarnings("ignore")
