@@ -1,0 +1,170 @@
+"""Symmetry reduction, the successor caches and the compact visited set.
+
+Symmetry must be sound: relabelling broker ids maps transitions to transitions and keeps
+every invariant verdict, the reduced search finds the same violations at the same
+lengths, and a trace from any assignment order replays. The caches must give exactly the
+step functions' successors (verify mode re-runs them on every hit).
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from itertools import permutations
+
+import pytest
+
+from kafkamc.checker.explorer import explore, replay_path
+from kafkamc.checker.visited import FingerprintSet, Nodes
+from kafkamc.invariants.suite import InvariantSuite
+from kafkamc.spec.config import Config
+from kafkamc.spec.model import Model, step
+from kafkamc.spec.protocol import ERAS, preset
+from kafkamc.spec.symmetry import canonical, relabel
+from kafkamc.traces.trace import Trace, load
+
+# (configuration, distinct states reduced, unreduced): unreduced is rf! times reduced, as
+# every orbit has rf! members (the assignment order tells relabellings apart).
+COUNTS = [
+    (dict(rf=1, minisr=1, max_unclean_crashes=0, max_crashes=1), 12, 12),
+    (dict(rf=2, minisr=1, max_unclean_crashes=0, max_crashes=1), 2333, 4666),
+    (dict(rf=2, minisr=2), 5821, 11642),
+    pytest.param(dict(rf=3, minisr=2, max_records=1), 44260, 265560, marks=pytest.mark.slow),
+]
+
+VIOLATED = [
+    (dict(rf=2, minisr=1, unclean=True), "NoCommittedDataLoss", 5),
+    (dict(rf=3, minisr=2, acks="1", max_records=1), "AckedWriteDurability", 3),
+    (dict(rf=1, minisr=1), "HighWatermarkMonotonic", 3),
+    (dict(rf=2, minisr=2, max_unclean_crashes=2), "HighWatermarkMonotonic", 7),
+]
+
+
+def _explore(kw, symmetry, verify=False):
+    cfg = Config(**kw, symmetry=symmetry)
+    return explore(Model(cfg, verify=verify), InvariantSuite(cfg))
+
+
+def _sample(cfg: Config, n: int, seed: int = 7) -> list:
+    """About n reachable states, breadth first from every assignment order."""
+    model = Model(replace(cfg, symmetry=False))
+    seen = {model.fingerprint(s): s for s in model.initial_states()}
+    frontier = list(seen.values())
+    while frontier and len(seen) < n:
+        nxt = []
+        for s in frontier:
+            for _, t in model.successors(s):
+                fp = model.fingerprint(t)
+                if fp not in seen:
+                    seen[fp] = t
+                    nxt.append(t)
+        frontier = nxt
+    states = list(seen.values())
+    random.Random(seed).shuffle(states)
+    return states[:n]
+
+
+@pytest.mark.parametrize("kw,reduced,unreduced", COUNTS)
+def test_reduced_and_unreduced_counts(kw, reduced, unreduced):
+    on, off = _explore(kw, True), _explore(kw, False)
+    assert (on.verdict, on.distinct_states) == ("holds", reduced)
+    assert (off.verdict, off.distinct_states) == ("holds", unreduced)
+    assert on.depth == off.depth
+
+
+@pytest.mark.parametrize("kw,invariant,length", VIOLATED)
+def test_same_violation_either_way(kw, invariant, length):
+    for symmetry in (True, False):
+        r = _explore(kw, symmetry)
+        assert (r.verdict, r.violation.invariant, r.violation.length) == ("violated", invariant, length), symmetry
+
+
+def test_relabelling_maps_transitions_to_transitions_and_keeps_verdicts():
+    """The soundness argument, checked: for every permutation p, succ(p(s)) = p(succ(s)),
+    invariants agree on s and p(s), and p(s) has the canonical form of s."""
+    cfg = Config(rf=3, minisr=2, max_records=1, max_fences=1, unclean=True)
+    suite = InvariantSuite(cfg)
+    model = Model(replace(cfg, symmetry=False))
+    states = _sample(cfg, 300)
+    assert len({s.controller.replicas for s in states}) == 6
+    for s in states:
+        successors = [t for _, t in model.successors(s)]
+        for perm in permutations((1, 2, 3)):
+            r = relabel(s, perm)
+            assert canonical(r) == canonical(s)
+            assert suite.all_violated(r) == suite.all_violated(s)
+            assert sorted(repr(t) for _, t in model.successors(r)) == sorted(repr(relabel(t, perm)) for t in successors)
+
+
+def test_canonical_fingerprints_identify_exactly_the_relabellings():
+    cfg = Config(rf=3, minisr=2, max_records=1)
+    states = _sample(cfg, 2000)
+    reduced = Model(cfg)
+    by_fp: dict = {}
+    for s in states:
+        by_fp.setdefault(reduced.fingerprint(s), set()).add(canonical(s))
+    assert all(len(c) == 1 for c in by_fp.values())          # one canonical state per fingerprint
+    assert len(by_fp) == len({canonical(s) for s in states}) < len(states)
+
+
+def test_a_trace_from_another_assignment_order_replays(tmp_path):
+    cfg = Config(rf=3, minisr=2, max_records=1, symmetry=False)
+    model = Model(cfg)
+    last = len(model.initial_states()) - 1
+    assert model.initial_states()[last].controller.replicas == (3, 2, 1)
+    steps = replay_path(model, last, [0, 0, 0, 0])
+    assert steps[0][1].controller.leader == 3
+    saved = Trace(cfg, steps).save(tmp_path / "t.json")
+    assert load(saved).steps == steps
+
+
+# ---------------------------------------------------------------- the caches against the step functions
+
+CACHED = [
+    dict(rf=3, minisr=2, max_records=1),
+    dict(rf=2, minisr=1, unclean=True, max_crashes=1, max_fences=1),
+    dict(rf=3, minisr=2, acks="1", max_records=1, max_fences=1),
+    dict(rf=2, minisr=2, track_down=True, max_crashes=1, max_records=2),
+] + [dict(rf=2, minisr=1, max_records=1, unclean=True, max_crashes=1, max_fences=1, protocol=preset(era))
+     for era in ERAS]
+
+
+@pytest.mark.parametrize("kw", CACHED)
+def test_cached_successors_are_the_step_functions(kw):
+    """verify=True recomputes every cached step and observation and raises on a difference."""
+    from kafkamc.checker.explorer import Limits
+    cfg = Config(**kw, symmetry=False)
+    fast = explore(Model(cfg, verify=True), limits=Limits(max_states=20000))
+    assert fast.distinct_states > 100
+
+
+def test_successors_match_step_in_order():
+    cfg = Config(rf=3, minisr=2, max_records=1, max_fences=1, unclean=True)
+    model = Model(cfg)
+    from kafkamc.spec.model import candidate_actions
+    for s in _sample(cfg, 200):
+        direct = [(a, t) for a in candidate_actions(cfg, s) for t in step(cfg, s, a)]
+        assert list(model.successors(s)) == direct
+
+
+# ---------------------------------------------------------------- the visited set
+
+def test_fingerprint_set_grows_and_answers():
+    rng = random.Random(1)
+    fps = [rng.getrandbits(64) for _ in range(100_000)] + [0, 1]
+    s = FingerprintSet(capacity=16)
+    assert all(s.add(fp) for fp in fps[:-1])
+    assert not s.add(1)                  # 0 is stored as 1
+    assert len(s) == len(fps) - 1
+    assert all(fp in s for fp in fps) and not s.add(fps[500])
+    assert rng.getrandbits(64) not in s
+    assert s.nbytes / len(s) <= 8 / 0.375 + 1e-9
+
+
+def test_nodes_keep_paths_in_six_bytes():
+    n = Nodes()
+    root = n.add(-1, 2)
+    a = n.add(root, 7)
+    b = n.add(a, 65535)
+    assert n.path(b) == (2, [7, 65535]) and n.nbytes == 3 * 6
+    with pytest.raises(OverflowError):
+        n.add(b, 65536)
