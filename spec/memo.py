@@ -30,8 +30,10 @@ CACHE_LIMIT = 1 << 22       # entries per cache before it is dropped and refille
 
 def as_tuple(obj):
     """A component as nested tuples of ints, bools, strings and None (marshal writes those)."""
-    if hasattr(obj, "__slots__"):
+    if hasattr(obj, "__slots__") and not isinstance(obj, tuple):
         return tuple(as_tuple(getattr(obj, n)) for n in obj.__slots__)
+    if isinstance(obj, tuple):
+        return tuple(as_tuple(v) for v in obj)
     return obj
 
 
@@ -86,18 +88,19 @@ def footprint(cfg: Config, a) -> tuple[tuple, int]:
 
 
 class Components:
-    """The intern table: value -> the one object for it, and id -> stable fingerprint."""
+    """The intern tables: value -> the one object for it, per kind (tuples of different
+    kinds can be equal), and id -> stable fingerprint."""
 
     def __init__(self):
-        self.objects: dict = {}
+        self.objects: dict = {}         # (tag, value) -> object
         self.fp: dict[int, int] = {}
 
     def intern(self, obj, tag: int):
         if id(obj) in self.fp:
             return obj          # the interned object itself: it is alive, so its id is unique
-        known = self.objects.get(obj)
+        known = self.objects.get((tag, obj))
         if known is None:
-            self.objects[obj] = known = obj
+            self.objects[(tag, obj)] = known = obj
             self.fp[id(obj)] = component_fingerprint(tag, obj)
         return known
 

@@ -15,7 +15,8 @@ member leaves the ISR. Stories that need the old behaviour say so in their Confi
 """
 from __future__ import annotations
 
-from dataclasses import replace
+import dataclasses
+
 from functools import lru_cache
 
 import pytest
@@ -27,7 +28,7 @@ from kafkamc.spec.config import Config
 from kafkamc.spec.model import observe, step
 from kafkamc.spec.protocol import Protocol
 from kafkamc.spec.state import (
-    NO_LEADER, UNKNOWN, Broker, Budget, Controller, Ghost, State, bit, initial_state,
+    NO_LEADER, UNKNOWN, Broker, Budget, Controller, Ghost, State, bit, initial_state, replace,
 )
 
 # One clean shutdown: the crash stories below lose no log (hard crashes say keep=...).
@@ -452,7 +453,7 @@ def test_well_formed_record_twice_in_a_log():
 def test_well_formed_isr_empty():
     """Without ELR: leader 1 had shrunk the ISR to itself and shut down; the controller must
     keep the last ISR member (the partition goes offline, leader -1) but here it removed it too."""
-    cfg = replace(CFG, protocol=ELR_OFF)
+    cfg = dataclasses.replace(CFG, protocol=ELR_OFF)
     good = run(cfg, *SHRINK_TO_LEADER, A.BrokerCrash(1))
     assert good.controller.leader == NO_LEADER and good.controller.isr == B1
     assert failing(cfg, good) == set()
@@ -465,7 +466,7 @@ def test_well_formed_isr_empty():
     assert elr.controller.leader == 3 and elr.controller.isr == B3 and elr.controller.elr == B1
     assert failing(CFG, elr) == set()
     # ... and with min.insync.replicas=1 nothing is eligible: the ISR stays empty, offline.
-    cfg1 = replace(CFG, minisr=1)
+    cfg1 = dataclasses.replace(CFG, minisr=1)
     offline = run(cfg1, *SHRINK_TO_LEADER, A.BrokerCrash(1))
     c = offline.controller
     assert (c.leader, c.isr, c.elr, c.lastelr) == (NO_LEADER, 0, B1, B1)
@@ -495,7 +496,7 @@ def test_well_formed_isr_and_elr_overlap():
     assert_violation(CFG, s, "WellFormed", "broker 3 is not in the ISR and the ELR at once",
                      {"in_isr[3]": True, "in_elr[3]": True})
     # Without ELR the controller keeps no ELR at all.
-    cfg = replace(CFG, protocol=ELR_OFF)
+    cfg = dataclasses.replace(CFG, protocol=ELR_OFF)
     off = run(cfg, *SHRINK_TO_LEADER)
     assert off.controller.isr == B1 and off.controller.elr == 0
     s = replace(off, controller=replace(off.controller, elr=B3))
@@ -506,8 +507,8 @@ def test_well_formed_fenced_last_isr_member_with_elr():
     """min.insync.replicas=1: leader 1, alone in the ISR, shuts down. Without ELR the
     controller keeps the fenced broker as the last ISR member; with ELR it moves it to the
     ELR and the ISR empties. The pre-KIP-966 state is malformed under ELR rules."""
-    off_cfg = replace(CFG, minisr=1, protocol=ELR_OFF)
-    on_cfg = replace(CFG, minisr=1)
+    off_cfg = dataclasses.replace(CFG, minisr=1, protocol=ELR_OFF)
+    on_cfg = dataclasses.replace(CFG, minisr=1)
     kept = run(off_cfg, *SHRINK_TO_LEADER, A.BrokerCrash(1))
     c = kept.controller
     assert (c.leader, c.isr, c.elr, c.registered) == (NO_LEADER, B1, 0, B2 | B3)

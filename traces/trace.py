@@ -21,6 +21,8 @@ class TraceError(Exception):
 def to_jsonable(x):
     if is_dataclass(x):
         return {f.name: to_jsonable(getattr(x, f.name)) for f in fields(x)}
+    if hasattr(x, "_fields"):          # the state records are NamedTuples
+        return {name: to_jsonable(v) for name, v in zip(x._fields, x)}
     if isinstance(x, (tuple, list)):
         return [to_jsonable(v) for v in x]
     return x
