@@ -111,13 +111,13 @@ def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits()
     unreached = list(checks.reach_functions()) if checks is not None and hasattr(checks, "reach_functions") else []
     witnesses: dict = {}          # name -> (node, successor index)
 
-    def reach_any(items: list):
-        """One test for 'some unreached property holds on this step'."""
-        if items and hasattr(checks, "reach_any"):
-            return checks.reach_any([name for name, _ in items])
-        return lambda p, s: any(fn(p, s) for _, fn in items)
+    def quiet_step(items: list):
+        """One test per transition for 'no step invariant fails and no unreached property holds'."""
+        if checks is not None and hasattr(checks, "quiet_step"):
+            return checks.quiet_step([name for name, _ in items])
+        return lambda p, s: not check_step(p, s) and not any(fn(p, s) for _, fn in items)
 
-    any_reached = reach_any(unreached)
+    quiet = quiet_step(unreached)
     targets = set(stop_when_reached)
 
     def stats(final: bool = False) -> dict:
@@ -147,18 +147,20 @@ def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits()
             for index, (action, nxt, fp) in enumerate(expand(state)):
                 generated += 1
                 fired[type(action)] += 1
-                bad = check_step(state, nxt)
-                if bad:
-                    violation_at = (bad, "action", node, index)
-                    break
-                if unreached and any_reached(state, nxt):
-                    for item in [it for it in unreached if it[1](state, nxt)]:
-                        unreached.remove(item)
-                        witnesses[item[0]] = (node, index)
-                        targets.discard(item[0])
-                    any_reached = reach_any(unreached)
-                    if stop_when_reached and not targets:
+                if not quiet(state, nxt):
+                    bad = check_step(state, nxt)
+                    if bad:
+                        violation_at = (bad, "action", node, index)
                         break
+                    reached = [it for it in unreached if it[1](state, nxt)]
+                    if reached:
+                        for item in reached:
+                            unreached.remove(item)
+                            witnesses[item[0]] = (node, index)
+                            targets.discard(item[0])
+                        quiet = quiet_step(unreached)
+                        if stop_when_reached and not targets:
+                            break
                 if not is_new(fp):
                     continue
                 child = nodes.add(node, index)

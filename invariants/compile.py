@@ -71,15 +71,38 @@ def _one(e, go, sources) -> str:
 
 
 def compile_function(name: str, params: list[str], prelude: list[str], expr: z3.ExprRef,
-                     sources: dict[str, str]):
-    """Build `def name(params): prelude; return <expr>` and return the function."""
-    code = to_python(expr, sources)
+                     sources: dict[str, str], hoist: bool = False):
+    """Build `def name(params): prelude; return <expr>` and return the function.
+
+    With hoist, each variable the formula reads is read once into a local first: worth it
+    for a large conjunction that must be evaluated whole (every state passes it) and
+    reads the same variables in many places; a small formula is better left lazy."""
+    reads = sources
+    locals_: dict[str, str] = {}
+    if hoist:
+        reads = _Hoisted(sources, locals_)
+    code = to_python(expr, reads)
+    hoisted = [f"{local} = {sources[var]}" for var, local in locals_.items()]
     # Only the locals the expression reads: the hot path pays for every line.
-    used = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code))
-    body = "\n    ".join(line for line in prelude if line.split(" = ")[0] in used) or "pass"
+    used = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code + " ".join(hoisted)))
+    lines = [line for line in prelude if line.split(" = ")[0] in used] + hoisted
+    body = "\n    ".join(lines) or "pass"
     src = f"def {name}({', '.join(params)}):\n    {body}\n    return {code}\n"
     namespace: dict = {}
     exec(compile(src, f"<invariant {name}>", "exec"), namespace)
     fn = namespace[name]
     fn.source = src
     return fn
+
+
+class _Hoisted(dict):
+    """sources, answering with a local's name and recording which variables were read."""
+
+    def __init__(self, sources: dict, locals_: dict):
+        super().__init__(sources)
+        self.locals_ = locals_
+
+    def __getitem__(self, var: str) -> str:
+        if var not in self.locals_:
+            self.locals_[var] = f"_v{len(self.locals_)}"
+        return self.locals_[var]

@@ -81,7 +81,8 @@ class InvariantSuite:
         return [c.inv.name for c in self.state_invs + self.action_invs]
 
     def _conjunction(self, name: str, params: list, prelude: list, compiled: list):
-        return compile_function(name, params, prelude, z3.And([c.formula for c in compiled]), self._sources)
+        return compile_function(name, params, prelude, z3.And([c.formula for c in compiled]), self._sources,
+                                hoist=True)
 
     # The hot path: one call per explored state (and per transition for action properties).
     def check_state(self, state) -> Optional[str]:
@@ -98,11 +99,14 @@ class InvariantSuite:
         """(name, fn(prev, state)) for every reachability property."""
         return [(r.name, fn) for r, fn in self.reach]
 
-    def reach_any(self, names: list):
-        """fn(prev, state): whether the step reaches any of the named properties (one call)."""
-        chosen = [r for r, _ in self.reach if r.name in names]
-        formula = z3.Or([r.build(self.cfg, self.P, self.V) for r in chosen])
-        return compile_function("AnyReached", ["p", "s"], self.P.prelude + self.V.prelude, formula, self._sources)
+    def quiet_step(self, reach_names: list):
+        """fn(prev, state), true when the step has nothing to report: every step invariant
+        holds and none of the named reachability properties does. One call per transition;
+        only when it is false does the search ask which."""
+        chosen = [r.build(self.cfg, self.P, self.V) for r, _ in self.reach if r.name in reach_names]
+        formula = z3.And([c.formula for c in self.action_invs] + [z3.Not(z3.Or(chosen))] if chosen else
+                         [c.formula for c in self.action_invs])
+        return compile_function("QuietStep", ["p", "s"], self.P.prelude + self.V.prelude, formula, self._sources)
 
     def reach_expected(self) -> list[str]:
         return [r.name for r, _ in self.reach if r.expected(self.cfg)]

@@ -28,13 +28,11 @@ MASK64 = (1 << 64) - 1
 CACHE_LIMIT = 1 << 22       # entries per cache before it is dropped and refilled
 
 
-def as_tuple(obj):
-    """A component as nested tuples of ints, bools, strings and None (marshal writes those)."""
-    if hasattr(obj, "__slots__") and not isinstance(obj, tuple):
-        return tuple(as_tuple(getattr(obj, n)) for n in obj.__slots__)
-    if isinstance(obj, tuple):
-        return tuple(as_tuple(v) for v in obj)
-    return obj
+def as_tuple(obj) -> tuple:
+    """A component as plain nested tuples, which marshal writes (records inside it, such as
+    a broker's AlterPartition response, become tuples too)."""
+    return tuple(as_tuple(v) if hasattr(v, "__dataclass_fields__") else v
+                 for v in (getattr(obj, n) for n in obj.__slots__))
 
 
 def component_fingerprint(tag: int, obj) -> int:
