@@ -26,6 +26,7 @@ class CheckRun:
     reach_expected: tuple = ()
     reach_targets: tuple = ()
     spark: Optional["SparkSettings"] = None
+    workers: int = 1
 
     def bounds(self) -> dict:
         b = dict(self.config.bounds())
@@ -80,6 +81,7 @@ class CheckRun:
             "states_per_s": round(r.states_per_second, 1),
             "strategy": r.strategy,
             "engine": "local" if self.spark is None else "spark",
+            "workers": self.workers,
             **({} if self.spark is None else {"partitions": self.spark.partitions, "spark_master": self.spark.master}),
             "config": self.config.to_dict(),
             "protocol": self.protocol(),
@@ -115,7 +117,7 @@ class SparkSettings:
 
 def run_check(cfg: Config, strategy: str = "bfs", limits: Limits = Limits(), invariants=None,
               progress: bool = False, trace_out: Optional[str] = None, reach: tuple = (),
-              spark: Optional[SparkSettings] = None) -> CheckRun:
+              spark: Optional[SparkSettings] = None, workers: int = 1) -> CheckRun:
     """Explore; `reach` names reachability properties to search for (stop once all are seen).
 
     With `spark` set, the search is the level-synchronous BFS on Spark (checker/spark.py);
@@ -127,7 +129,11 @@ def run_check(cfg: Config, strategy: str = "bfs", limits: Limits = Limits(), inv
         if name not in known:
             raise ConfigError(f"unknown reachability property {name!r}; properties: {', '.join(known)}")
     with Progress(enabled=progress) as reporter:
-        if spark is None:
+        if spark is None and workers > 1:
+            from kafkamc.checker.workers import explore_workers
+            result = explore_workers(model, suite, workers, limits, progress=reporter if progress else None,
+                                     stop_when_reached=frozenset(reach))
+        elif spark is None:
             result = explore(model, suite, strategy, limits, progress=reporter if progress else None,
                              stop_when_reached=frozenset(reach))
         else:
@@ -140,7 +146,7 @@ def run_check(cfg: Config, strategy: str = "bfs", limits: Limits = Limits(), inv
             raise Disagreement(f"{name}: the fast evaluator reported a witness that Z3 does not confirm")
     run = CheckRun(cfg, limits, suite.names, model.action_names(), result,
                    reach_names=tuple(known), reach_expected=tuple(suite.reach_expected()), reach_targets=tuple(reach),
-                   spark=spark)
+                   spark=spark, workers=workers if spark is None else 1)
     if result.violation is not None:
         v = result.violation
         last = v.trace[-1][1]

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping, NamedTuple, Optional
 
 from kafkamc.checker.explorer import Limits, Result, Violation, replay_path
+from kafkamc.checker.keys import AFTER_EVERY_STEP as _AFTER_EVERY_STEP, decode_key, index_bytes as _index_bytes
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model, encode
 from kafkamc.spec.state import AlterPartitionResponse, Broker, Budget, Controller, Ghost, State
@@ -96,26 +97,6 @@ def decode(data: bytes) -> State:
 def _fingerprint_and_bytes(model: Model, state: State) -> tuple[int, bytes]:
     """The model's fingerprint (the same in every process) and the bytes that carry the state."""
     return model.fingerprint(state), encode(state)
-
-
-# ---------------------------------------------------------------- keys: paths from an initial state
-
-_INDEX_BYTES = [i.to_bytes(2, "big") for i in range(256)]
-_AFTER_EVERY_STEP = b"\xff\xff"     # after a parent's key: sorts after each of its steps
-
-
-def _index_bytes(i: int) -> bytes:
-    if i < 256:
-        return _INDEX_BYTES[i]
-    if i >= 0xFFFF:
-        raise OverflowError(f"successor index {i}: the Spark engine stores indices in 2 bytes")
-    return i.to_bytes(2, "big")
-
-
-def decode_key(key: bytes) -> tuple[int, list[int]]:
-    """(initial state index, successor indices) of a key."""
-    nums = [int.from_bytes(key[i:i + 2], "big") for i in range(0, len(key), 2)]
-    return nums[0], nums[1:]
 
 
 # ---------------------------------------------------------------- the package, shipped as a zip

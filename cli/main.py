@@ -37,6 +37,8 @@ def cli():
               help="check only these invariants (repeatable; default: all)")
 @click.option("--trace-out", type=click.Path(dir_okay=False), default="kafkamc-trace.json", show_default=True,
               help="where a counterexample trace is saved")
+@click.option("--workers", default="auto", show_default=True, metavar="N|auto",
+              help="local BFS across N processes; auto: one per CPU (at most 8), one for dfs")
 @click.option("--engine", type=click.Choice(("local", "spark")), default="local", show_default=True,
               help="local: one process; spark: BFS partitioned across Spark executors")
 @click.option("--spark-master", default=None, metavar="URL",
@@ -52,10 +54,11 @@ def cli():
               help="search for a shortest path to this reachability property and save it (repeatable)")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON summary on stdout")
 @click.option("--quiet", is_flag=True, help="no progress on stderr")
-def check(strategy, max_states, max_depth, time_limit, invariants, engine, spark_master, partitions,
+def check(strategy, max_states, max_depth, time_limit, invariants, workers, engine, spark_master, partitions,
           checkpoint_dir, spark_conf, reach, trace_out, as_json, quiet, **config_flags):
     """Explore every reachable state within the bounds and check the invariants."""
     cfg = build_config(config_flags)
+    workers = _workers(workers, strategy, engine)
     for name, value in (("--max-states", max_states), ("--max-depth", max_depth), ("--time-limit", time_limit)):
         if value is not None and value <= 0:
             raise UsageProblem(f"{name} must be positive (got {value:g})")
@@ -66,7 +69,7 @@ def check(strategy, max_states, max_depth, time_limit, invariants, engine, spark
     names = [known[n.lower()] for n in invariants] or None
     limits = Limits(max_states=max_states, time_limit=time_limit, max_depth=max_depth)
     spark = _spark_settings(engine, strategy, spark_master, partitions, checkpoint_dir, spark_conf)
-    run = _run_spark_safely(cfg, strategy, limits, names, not quiet, trace_out, tuple(reach), spark)
+    run = _run_spark_safely(cfg, strategy, limits, names, not quiet, trace_out, tuple(reach), spark, workers)
     if as_json:
         click.echo(json.dumps(run.summary(), indent=1))
     else:
@@ -94,10 +97,34 @@ def _spark_settings(engine, strategy, master, partitions, checkpoint_dir, conf):
     return SparkSettings(master=master, partitions=partitions, checkpoint_dir=checkpoint_dir, conf=tuple(pairs))
 
 
-def _run_spark_safely(cfg, strategy, limits, names, progress, trace_out, reach, spark):
+def _workers(value: str, strategy: str, engine: str) -> int:
+    """--workers: a positive number, or auto (one per CPU this process may use, at most 8)."""
+    if value == "auto":
+        if strategy != "bfs" or engine != "local":
+            return 1
+        return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+    try:
+        n = int(value)
+    except ValueError:
+        raise UsageProblem(f"--workers expects a number or auto (got {value!r})") from None
+    if n < 1:
+        raise UsageProblem(f"--workers must be at least 1 (got {n})")
+    if n > 1 and strategy != "bfs":
+        raise UsageProblem("--workers runs breadth-first only; drop --strategy dfs")
+    if n > 1 and engine != "local":
+        raise UsageProblem("--workers is for the local engine; Spark has --partitions")
+    return n
+
+
+def _run_spark_safely(cfg, strategy, limits, names, progress, trace_out, reach, spark, workers=1):
     """A Spark that cannot start is bad input for this machine: one line, exit 2."""
     if spark is None:
-        return run_check(cfg, strategy, limits, names, progress=progress, trace_out=trace_out, reach=reach)
+        from kafkamc.checker.workers import WorkerFailed
+        try:
+            return run_check(cfg, strategy, limits, names, progress=progress, trace_out=trace_out, reach=reach,
+                             workers=workers)
+        except WorkerFailed as e:
+            raise UsageProblem(f"a worker process failed: {e}") from None
     from kafkamc.checker.spark import SparkJobFailed, SparkUnavailable
     try:
         return run_check(cfg, strategy, limits, names, progress=progress, trace_out=trace_out, reach=reach,
@@ -124,7 +151,8 @@ def _print_run(run: CheckRun) -> None:
     console.print("bounds: " + ", ".join(f"{k}={v}" for k, v in run.bounds().items()))
     console.print(f"{r.distinct_states:,} distinct states, {r.states_generated:,} generated, depth {r.depth}, "
                   f"{r.elapsed_s:.2f}s ({r.states_per_second:,.0f} distinct states/s)")
-    console.print(f"symmetry reduction: {'on (states equal up to broker ids count once)' if cfg.symmetry else 'off'}")
+    console.print(f"symmetry reduction: {'on (states equal up to broker ids count once)' if cfg.symmetry else 'off'}"
+                  + (f"; {run.workers} worker processes" if run.workers > 1 else ""))
     console.print(f"fingerprint collision probability (optimistic): {r.collision_probability:.1e}"
                   + (f"; visited set {r.bytes_per_state:.1f} bytes/state" if r.visited_bytes else ""))
     console.print("actions fired: " + ", ".join(f"{k} {v:,}" for k, v in sorted(run.coverage().items())))

@@ -21,6 +21,7 @@ import marshal
 from operator import itemgetter
 
 from kafkamc.spec import actions as A
+from kafkamc.spec import replication
 from kafkamc.spec.config import Config
 from kafkamc.spec.state import State
 
@@ -92,6 +93,7 @@ class Components:
     def __init__(self):
         self.objects: dict = {}         # (tag, value) -> object
         self.fp: dict[int, int] = {}
+        self.by_fp: dict[int, object] = {}   # fingerprint -> object, to rebuild states sent as fingerprints
 
     def intern(self, obj, tag: int):
         if id(obj) in self.fp:
@@ -99,7 +101,8 @@ class Components:
         known = self.objects.get((tag, obj))
         if known is None:
             self.objects[(tag, obj)] = known = obj
-            self.fp[id(obj)] = component_fingerprint(tag, obj)
+            fp = self.fp[id(obj)] = component_fingerprint(tag, obj)
+            self.by_fp[fp] = obj
         return known
 
 
@@ -119,6 +122,7 @@ class FastSuccessors:
         self.cand_cache: dict = {}
         self.step_cache: dict = {}
         self.observe_cache: dict = {}
+        self.fetch_cache: dict = {}         # the two halves of Fetch, see _fetch_outcomes
 
     # ---------------------------------------------------------------- components
 
@@ -144,6 +148,10 @@ class FastSuccessors:
 
     def fingerprint(self, state: State) -> int:
         return hash(self.fingerprints(state)) & MASK64
+
+    def component_fingerprint(self, controller) -> int:
+        fp = self.components.fp.get(id(controller))
+        return fp if fp is not None else self.components.fp[id(self.components.intern(controller, 0))]
 
     # ---------------------------------------------------------------- successors
 
@@ -172,14 +180,17 @@ class FastSuccessors:
         if out is None or self.verify:
             computed = []
             intern, tags, fp = self.components.intern, self.tags, self.components.fp
-            for nxt in self.step(self.cfg, state, action):
-                changes = []
-                for i, x in enumerate((nxt.controller, *nxt.brokers, nxt.ghost, nxt.budget)):
-                    if x is not comps[i]:
-                        x = intern(x, tags[i])
+            if type(action) is A.Fetch:
+                computed = self._fetch_outcomes(state, comps, action)
+            else:
+                for nxt in self.step(self.cfg, state, action):
+                    changes = []
+                    for i, x in enumerate((nxt.controller, *nxt.brokers, nxt.ghost, nxt.budget)):
                         if x is not comps[i]:
-                            changes.append((i, x, fp[id(x)]))
-                computed.append(tuple(changes))
+                            x = intern(x, tags[i])
+                            if x is not comps[i]:
+                                changes.append((i, x, fp[id(x)]))
+                    computed.append(tuple(changes))
             computed = tuple(computed)
             if out is not None and out != computed:
                 raise AssertionError(f"cached outcome of {action} differs from the step function: fix its footprint")
@@ -188,6 +199,44 @@ class FastSuccessors:
                     self.step_cache.clear()
                 self.step_cache[key] = out = computed
         return out
+
+    def _fetch_outcomes(self, state: State, comps: list, action) -> list:
+        """A Fetch cached in its two halves, as Kafka runs it: the leader handles a request
+        (a few numbers, not the whole follower) and the follower handles the response. Far
+        fewer distinct halves occur than (follower, leader) pairs; the result is the same
+        as replication.fetch, which `verify` checks."""
+        cfg, f, ld, G = self.cfg, action.follower, action.leader, self.rf + 1
+        fol, lead = comps[f], comps[ld]
+        if not replication.fetch_answered(cfg, f, fol, ld, lead):
+            return []
+        req = replication.fetch_request(fol)
+        down = tuple(b.alive for b in state.brokers) if cfg.track_down else ()
+        key = (ld, f, id(lead), req, id(comps[G]) if lead.purgatory else 0, down)
+        led = self.fetch_cache.get(key)
+        intern, tags, fp = self.components.intern, self.tags, self.components.fp
+        if led is None:
+            after, resp = replication.leader_handle_fetch(cfg, state, ld, f, req)
+            # The ghost is part of the key only while requests wait in purgatory; otherwise
+            # it is not read, not written, and must not be replayed.
+            changed = ((ld, intern(after.brokers[ld - 1], 1)),)
+            if after.ghost is not state.ghost:
+                changed += ((G, intern(after.ghost, 2)),)
+            led = changed, resp
+            self._store(self.fetch_cache, key, led)
+        (changed, resp) = led
+        key = (id(fol), resp)
+        fetched = self.fetch_cache.get(key)
+        if fetched is None:
+            fetched = intern(replication.follower_handle_fetch_response(fol, resp), 1)
+            self._store(self.fetch_cache, key, fetched)
+        changes = [(i, x, fp[id(x)]) for i, x in changed + ((f, fetched),) if x is not comps[i]]
+        return [tuple(sorted(changes, key=lambda c: c[0]))]
+
+    @staticmethod
+    def _store(cache: dict, key, value) -> None:
+        if len(cache) >= CACHE_LIMIT:
+            cache.clear()
+        cache[key] = value
 
     def _observed_ghost(self, comps: list) -> tuple:
         """(ghost, fingerprint) after the ghost observes the true leader of these components."""

@@ -169,6 +169,16 @@ class Model:
                 fp = fingerprint(symmetry.canonical(nxt))
             yield action, nxt, fp
 
+    def owner_key(self, state: State) -> int:
+        """What the multi-process engine partitions states by: the fingerprint of the
+        (canonical) controller. States that share a controller share most cache entries
+        (every step that reads it), so each worker keeps meeting its own; a random split
+        made every worker recompute most of them."""
+        c = state.controller
+        if self.config.symmetry and c.replicas != self.in_order:
+            c = symmetry.canonical(state).controller
+        return self.fast.component_fingerprint(c)
+
     def canonical(self, state: State) -> State:
         return symmetry.canonical(state) if self.config.symmetry else state
 

@@ -10,7 +10,7 @@ from typing import Optional
 from kafkamc.spec.actions import Fetch, OffsetsForLeaderEpoch, Produce, ReplicaStall
 from kafkamc.spec.config import Config
 from kafkamc.spec.log import UNDEFINED, append, end_offset_for_epoch, truncate, truncation_offset
-from kafkamc.spec.state import NO_LEADER, Broker, FetchResponse, State, bit, members, size, replace
+from kafkamc.spec.state import NO_LEADER, Broker, FetchRequest, FetchResponse, State, bit, members, size, replace
 
 
 # fetch.max.bytes in the model: an answer carries at most one record (one producer batch).
@@ -88,29 +88,39 @@ def produce(cfg: Config, state: State, a: Produce) -> Optional[State]:
 
 # ---------------------------------------------------------------- replication
 
-def epoch_fenced(cfg: Config, leader: Broker, follower: Broker) -> bool:
+def epoch_fenced(cfg: Config, leader: Broker, follower_epoch: int) -> bool:
     """KIP-320: a request carrying another leader epoch than the leader's own is rejected."""
-    return cfg.rule("fetch_fencing") == "current_leader_epoch" and leader.epoch != follower.epoch
+    return cfg.rule("fetch_fencing") == "current_leader_epoch" and leader.epoch != follower_epoch
 
 
 def fetch(cfg: Config, state: State, a: Fetch) -> Optional[State]:
+    """One fetch round trip: the follower's request, the leader's handling, the follower's handling."""
     f, ld = a.follower, a.leader
-    fol = state.broker(f)
-    if not fol.alive or fol.leader != ld or ld == f or fol.truncating:
+    fol, lead = state.broker(f), state.broker(ld)
+    if not fetch_answered(cfg, f, fol, ld, lead):
         return None
-    lead = state.broker(ld)
-    if not state.leads(ld) or epoch_fenced(cfg, lead, fol):
-        return None             # NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH: nothing changes
-    state, resp = leader_handle_fetch(cfg, state, ld, f, fol)
+    state, resp = leader_handle_fetch(cfg, state, ld, f, fetch_request(fol))
     return state.with_broker(f, follower_handle_fetch_response(fol, resp))
 
 
-def leader_handle_fetch(cfg: Config, state: State, ld: int, f: int, fol: Broker):
-    """The leader's side of Fetch: check divergence, learn the follower's LEO, maybe advance the HW."""
+def fetch_answered(cfg: Config, f: int, fol: Broker, ld: int, lead: Broker) -> bool:
+    """The follower fetches from the leader it knows, which leads in the follower's epoch.
+    Otherwise NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH: nothing changes."""
+    return (fol.alive and fol.leader == ld and ld != f and not fol.truncating
+            and lead.alive and lead.leader == ld and not epoch_fenced(cfg, lead, fol.epoch))
+
+
+def fetch_request(fol: Broker) -> FetchRequest:
+    return FetchRequest(fol.leo, fol.last_epoch(), fol.epoch, fol.bepoch)
+
+
+def leader_handle_fetch(cfg: Config, state: State, ld: int, f: int, req: FetchRequest):
+    """The leader's side of Fetch: check divergence, learn the follower's LEO, maybe advance the HW.
+    It reads the leader, the request and (through the HW advance) the ghost, nothing else."""
     lead = state.broker(ld)
-    fetch_offset = fol.leo
+    fetch_offset = req.fetch_offset
     if cfg.rule("truncation") == "diverging_epoch":
-        last_epoch = fol.last_epoch()
+        last_epoch = req.last_epoch
         if last_epoch != UNDEFINED:
             epoch, end = end_offset_for_epoch(lead.cache, lead.leo, last_epoch)
             if end < fetch_offset or epoch < last_epoch:
@@ -121,7 +131,7 @@ def leader_handle_fetch(cfg: Config, state: State, ld: int, f: int, fol: Broker)
         return state, FetchResponse(ld, lead.epoch, fetch_offset, hw=lead.hw, diverging=(UNDEFINED, lead.leo))
     views, vbepochs = list(lead.views), list(lead.vbepochs)
     views[f - 1] = fetch_offset          # learned from the request, never from the response
-    vbepochs[f - 1] = fol.bepoch         # KIP-903: the fetch names the follower's broker epoch
+    vbepochs[f - 1] = req.bepoch         # KIP-903: the fetch names the follower's broker epoch
     lead = replace(lead, views=tuple(views), vbepochs=tuple(vbepochs))
     state = advance_leader_hw(cfg, state.with_broker(ld, lead), ld)
     lead = state.broker(ld)
@@ -149,7 +159,7 @@ def offsets_for_leader_epoch(cfg: Config, state: State, a: OffsetsForLeaderEpoch
     if not fol.alive or not fol.truncating or fol.leader != ld or ld == f:
         return None
     lead = state.broker(ld)
-    if not state.leads(ld) or epoch_fenced(cfg, lead, fol):
+    if not state.leads(ld) or epoch_fenced(cfg, lead, fol.epoch):
         return None
     epoch, end = end_offset_for_epoch(lead.cache, lead.leo, fol.last_epoch())
     if cfg.rule("truncation") == "leader_epoch_kip279":

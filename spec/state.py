@@ -35,8 +35,15 @@ def size(mask: int) -> int:
     return bin(mask).count("1")
 
 
-@dataclass(frozen=True, slots=True)
-class FetchResponse:
+class FetchRequest(NamedTuple):
+    """What a follower's fetch tells the leader (Kafka's FetchRequest for one partition)."""
+    fetch_offset: int       # the follower's LEO
+    last_epoch: int         # the epoch of its last record (lastFetchedEpoch), -1 for none
+    epoch: int              # the leader epoch it believes current (currentLeaderEpoch, KIP-320)
+    bepoch: int             # its broker epoch (KIP-903)
+
+
+class FetchResponse(NamedTuple):
     """The leader's answer to a fetch request."""
     leader: int
     epoch: int                          # the leader epoch the leader answered in
