@@ -23,16 +23,19 @@ BENCH_CONFIG = Config()   # the default check: `kafkamc check --rf 3 --minisr 2`
 # two records, two clean shutdowns, two ISR shrinks.
 LARGE_CONFIG = Config(rf=3, minisr=2, max_records=2, max_crashes=2, max_unclean_crashes=0, max_isr_shrinks=2)
 
-# name -> (config, engine). The engines: "local", or "spark-local[T]" with T threads.
+# name -> (config, engine). The engines: "local" (one process), "workers[N]" (--workers N),
+# "spark-local[T]" (Spark local mode with T threads and T partitions).
 RUNS = {
     "default": (BENCH_CONFIG, "local"),
     "default-no-symmetry": (replace(BENCH_CONFIG, symmetry=False), "local"),
+    "default-workers[2]": (BENCH_CONFIG, "workers[2]"),
     "default-spark-local[2]": (BENCH_CONFIG, "spark-local[2]"),
     "large": (LARGE_CONFIG, "local"),
+    "large-workers[2]": (LARGE_CONFIG, "workers[2]"),
     "large-spark-local[2]": (LARGE_CONFIG, "spark-local[2]"),
     "large-no-symmetry": (replace(LARGE_CONFIG, symmetry=False), "local"),
 }
-QUICK = ("default", "default-no-symmetry")
+QUICK = ("default", "default-workers[2]", "default-no-symmetry")
 
 
 def describe(cfg: Config) -> str:
@@ -45,6 +48,11 @@ def peak_memory_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def peak_children_mib() -> float:
+    """The largest peak resident memory among this process's finished children."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
 def run_one(name: str) -> dict:
     """One run of the table, in this process."""
     cfg, engine = RUNS[name]
@@ -54,6 +62,11 @@ def run_one(name: str) -> dict:
         from kafkamc.invariants.suite import InvariantSuite
         from kafkamc.spec.model import Model
         result = explore(Model(cfg), InvariantSuite(cfg))
+    elif engine.startswith("workers["):
+        from kafkamc.checker.workers import explore_workers
+        from kafkamc.invariants.suite import InvariantSuite
+        from kafkamc.spec.model import Model
+        result = explore_workers(Model(cfg), InvariantSuite(cfg), int(engine[len("workers["):-1]))
     else:
         from kafkamc.checker.spark import explore_spark
         threads = int(engine[len("spark-local["):-1])
@@ -69,9 +82,11 @@ def run_one(name: str) -> dict:
         "depth": result.depth,
         "elapsed_s": round(elapsed, 2),
         "distinct_states_per_s": round(result.distinct_states / elapsed),
-        # The driver's peak; Spark's Python workers and JVM are other processes.
+        # This process's peak, plus for --workers the largest worker's; Spark's Python
+        # workers and JVM are not counted.
         "peak_memory_mib": round(peak_memory_mib()),
-        "visited_bytes_per_state": round(result.bytes_per_state, 1) if engine == "local" else None,
+        "peak_worker_memory_mib": round(peak_children_mib()) if engine.startswith("workers[") else None,
+        "visited_bytes_per_state": round(result.bytes_per_state, 1) if not engine.startswith("spark") else None,
         "collision_probability": float(f"{result.collision_probability:.1e}"),
     }
 

@@ -303,7 +303,9 @@ def bench(as_json, everything, names):
         per_state = "" if r["visited_bytes_per_state"] is None else f", visited set {r['visited_bytes_per_state']} B/state"
         click.echo(f"{r['run']} [{r['engine']}] {r['config']}: {r['distinct_states']:,} distinct states "
                    f"({r['states_generated']:,} generated, depth {r['depth']}, {r['verdict']}) in {r['elapsed_s']:.2f}s "
-                   f"= {r['distinct_states_per_s']:,} states/s; peak memory {r['peak_memory_mib']:,} MiB{per_state}")
+                   f"= {r['distinct_states_per_s']:,} states/s; peak memory {r['peak_memory_mib']:,} MiB"
+                   + (f" (each worker at most {r['peak_worker_memory_mib']:,} MiB)" if r["peak_worker_memory_mib"] else "")
+                   + per_state)
     return EXIT_HOLDS
 
 
