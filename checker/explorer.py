@@ -6,8 +6,10 @@ A trace is rebuilt by replaying the model along those indices, so states need no
 """
 from __future__ import annotations
 
+import gc
 import time
 from collections import Counter, deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -79,6 +81,20 @@ def replay_path(model, init_index: int, steps: list[int]) -> list:
     return trace
 
 
+@contextmanager
+def cyclic_gc_paused():
+    """The search allocates millions of tuples that never form cycles and live long (caches,
+    queue); the cyclic collector rescans them all, again and again, to find nothing: a
+    fifth of the run time. Reference counting still frees everything as usual."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits(),
             progress: Optional[Callable[[dict], None]] = None, progress_every: float = 1.0,
             stop_when_reached: frozenset = frozenset()) -> Result:
@@ -87,6 +103,11 @@ def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits()
     Reachability properties of `checks` (reach_functions) are tried on every step until
     each is first seen; the search also stops once every name in stop_when_reached is.
     """
+    with cyclic_gc_paused():
+        return _explore(model, checks, strategy, limits, progress, progress_every, stop_when_reached)
+
+
+def _explore(model, checks, strategy, limits, progress, progress_every, stop_when_reached) -> Result:
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}")
     start = time.monotonic()

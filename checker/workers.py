@@ -26,6 +26,7 @@ they ignore Ctrl-C, which the coordinating process turns into a clean stop.
 """
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import signal
 import time
@@ -170,6 +171,7 @@ class _Worker:
 
 def _serve(w: int, n: int, model, suite, inboxes: list, conn) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # the coordinator decides what Ctrl-C means
+    gc.disable()                                       # see explorer.cyclic_gc_paused
     worker = _Worker(w, n, model, suite, inboxes)
     try:
         while True:

@@ -2,7 +2,9 @@
 
 Modelling simplifications (each one keeps the state space finite or small, and none
 removes a behaviour that the invariants are about, unless noted):
-- One partition, replicated on every broker 1..rf, with assignment order 1..rf.
+- One partition, replicated on every broker 1..rf. The assignment order (the replica
+  list elections follow) is part of the state, and every order is an initial state, in
+  which the preferred replica leads epoch 1; symmetry reduction folds the orders into one.
 - Offsets are exclusive: the LEO is the log length and the HW is the first offset not
   yet committed. Records are unique ids 1..max_records with the leader epoch they were
   written in; there are no batches, segments or log start offset.
