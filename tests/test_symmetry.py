@@ -133,7 +133,7 @@ def test_cached_successors_are_the_step_functions(kw):
     """verify=True recomputes every cached step and observation and raises on a difference."""
     from kafkamc.checker.explorer import Limits
     cfg = Config(**kw, symmetry=False)
-    fast = explore(Model(cfg, verify=True), limits=Limits(max_states=20000))
+    fast = explore(Model(cfg, verify=True), limits=Limits(max_states=6000))
     assert fast.distinct_states > 100
 
 
