@@ -25,9 +25,10 @@ Where the local explorer stops inside a level (a violation, the last --reach tar
 the state limit), this one finishes the level's job, then counts what the local explorer
 had counted up to that key (small jobs, once per run).
 
-States travel as the marshal bytes of `state.key()` (what the fingerprint hashes) and are
-rebuilt with `state_from_key`. Executors build the Model and the InvariantSuite from the
-Config once per Python worker (the suite compiles Python with exec: it is never pickled).
+States travel as the marshal bytes of `state.key()` and are rebuilt with `state_from_key`;
+fingerprints are the model's (spec/memo.py), the same in every process. Executors build
+the Model and the InvariantSuite from the Config once per Python worker (the suite
+compiles Python with exec: it is never pickled).
 The `kafkamc` package reaches the executors as a zip built at run time.
 """
 from __future__ import annotations
