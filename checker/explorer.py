@@ -1,7 +1,8 @@
 """Explicit-state search over any model that keeps the contract of kafkamc.spec.model.Model.
 
-The visited set maps 64-bit fingerprints to node numbers; per node it keeps only the
-parent's node number and the index of the transition among the parent's successors.
+The visited set holds 64-bit fingerprints in a flat table (checker/visited.py); per node
+it keeps only the parent's node number and the index of the transition among the parent's
+successors.
 A trace is rebuilt by replaying the model along those indices, so states need not be kept.
 """
 from __future__ import annotations

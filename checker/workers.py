@@ -86,7 +86,6 @@ class _Worker:
         action_bad = None                 # (key, invariant)
         witnesses: dict = {}
         seen, owner_of = self.visited.__contains__, model.owner_key
-        controller_fp, in_order = self.fast.components.fp.get, model.in_order
         cut = False
         for done, (key, state) in enumerate(self.frontier):
             if deadline is not None and done & 0xFF == 0 and time.monotonic() >= deadline:
@@ -103,9 +102,7 @@ class _Worker:
                     for name, fn in reach:
                         if fn(state, nxt) and (name not in witnesses or k < witnesses[name]):
                             witnesses[name] = k
-                c = nxt.controller
-                owner = controller_fp(id(c)) if c.replicas == in_order else None   # owner_key's common case
-                owner = (owner if owner is not None else owner_of(nxt)) % n
+                owner = owner_of(nxt) % n
                 if owner == w:
                     if seen(fp):
                         continue

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 
 import click
 from rich.console import Console

@@ -25,7 +25,7 @@ class Config:
     # write from append to ack. Off by default because it splits otherwise equal states.
     track_down: bool = False
     # Symmetry reduction: states that differ only by a relabelling of broker ids count once.
-    # The unreduced model starts from every replica assignment order.
+    # Either way every replica assignment order is an initial state; reduced, they fold into one.
     symmetry: bool = True
     # Bounds: each is a budget the search may spend, not a requirement.
     max_records: int = 2         # produce requests that may be appended

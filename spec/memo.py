@@ -86,6 +86,13 @@ def footprint(cfg: Config, a) -> tuple[tuple, int]:
     return tuple(sorted(set(reads))), gate
 
 
+def _store(cache: dict, key, value) -> None:
+    """Every cache is bounded: past CACHE_LIMIT entries it is dropped and refills."""
+    if len(cache) >= CACHE_LIMIT:
+        cache.clear()
+    cache[key] = value
+
+
 class Components:
     """The intern tables: value -> the one object for it, per kind (tuples of different
     kinds can be equal), and id -> stable fingerprint."""
@@ -149,7 +156,7 @@ class FastSuccessors:
     def fingerprint(self, state: State) -> int:
         return hash(self.fingerprints(state)) & MASK64
 
-    def component_fingerprint(self, controller) -> int:
+    def controller_fingerprint(self, controller) -> int:
         fp = self.components.fp.get(id(controller))
         return fp if fp is not None else self.components.fp[id(self.components.intern(controller, 0))]
 
@@ -168,9 +175,8 @@ class FastSuccessors:
         key = (b, id(br), id(c), id(u))
         out = self.cand_cache.get(key)
         if out is None:
-            if len(self.cand_cache) >= CACHE_LIMIT:
-                self.cand_cache.clear()
-            out = self.cand_cache[key] = tuple(self._prepared(a) for a in self.candidates_of(self.cfg, c, br, u, b))
+            out = tuple(self._prepared(a) for a in self.candidates_of(self.cfg, c, br, u, b))
+            _store(self.cand_cache, key, out)
         return out
 
     def _outcomes(self, state: State, comps: list, key: tuple, action) -> tuple:
@@ -179,10 +185,10 @@ class FastSuccessors:
         out = self.step_cache.get(key)
         if out is None or self.verify:
             computed = []
-            intern, tags, fp = self.components.intern, self.tags, self.components.fp
             if type(action) is A.Fetch:
                 computed = self._fetch_outcomes(state, comps, action)
             else:
+                intern, tags, fp = self.components.intern, self.tags, self.components.fp
                 for nxt in self.step(self.cfg, state, action):
                     changes = []
                     for i, x in enumerate((nxt.controller, *nxt.brokers, nxt.ghost, nxt.budget)):
@@ -195,9 +201,8 @@ class FastSuccessors:
             if out is not None and out != computed:
                 raise AssertionError(f"cached outcome of {action} differs from the step function: fix its footprint")
             if out is None:
-                if len(self.step_cache) >= CACHE_LIMIT:
-                    self.step_cache.clear()
-                self.step_cache[key] = out = computed
+                out = computed
+                _store(self.step_cache, key, out)
         return out
 
     def _fetch_outcomes(self, state: State, comps: list, action) -> list:
@@ -213,7 +218,7 @@ class FastSuccessors:
         down = tuple(b.alive for b in state.brokers) if cfg.track_down else ()
         key = (ld, f, id(lead), req, id(comps[G]) if lead.purgatory else 0, down)
         led = self.fetch_cache.get(key)
-        intern, tags, fp = self.components.intern, self.tags, self.components.fp
+        intern, fp = self.components.intern, self.components.fp
         if led is None:
             after, resp = replication.leader_handle_fetch(cfg, state, ld, f, req)
             # The ghost is part of the key only while requests wait in purgatory; otherwise
@@ -222,33 +227,23 @@ class FastSuccessors:
             if after.ghost is not state.ghost:
                 changed += ((G, intern(after.ghost, 2)),)
             led = changed, resp
-            self._store(self.fetch_cache, key, led)
+            _store(self.fetch_cache, key, led)
         (changed, resp) = led
         key = (id(fol), resp)
         fetched = self.fetch_cache.get(key)
         if fetched is None:
             fetched = intern(replication.follower_handle_fetch_response(fol, resp), 1)
-            self._store(self.fetch_cache, key, fetched)
+            _store(self.fetch_cache, key, fetched)
         changes = [(i, x, fp[id(x)]) for i, x in changed + ((f, fetched),) if x is not comps[i]]
         return [tuple(sorted(changes, key=lambda c: c[0]))]
 
-    @staticmethod
-    def _store(cache: dict, key, value) -> None:
-        if len(cache) >= CACHE_LIMIT:
-            cache.clear()
-        cache[key] = value
-
-    def _observed_ghost(self, comps: list) -> tuple:
-        """(ghost, fingerprint) after the ghost observes the true leader of these components."""
-        rf = self.rf
-        c, ghost = comps[0], comps[rf + 1]
-        key = (id(c), id(comps[c.leader]) if c.leader else 0, id(ghost))
-        out = self.observe_cache.get(key)
-        if out is None:
-            g = self.components.intern(self.observe(self.cfg, self.join(comps)).ghost, 2)
-            if len(self.observe_cache) >= CACHE_LIMIT:
-                self.observe_cache.clear()
-            self.observe_cache[key] = out = (g, self.components.fp[id(g)])
+    def _observe_miss(self, comps: list, key: tuple) -> tuple:
+        """(ghost, fingerprint) after the ghost observes the true leader of these components;
+        computed on a miss of the observe cache, whose key expand() builds (the controller,
+        the broker it names leader, the ghost)."""
+        g = self.components.intern(self.observe(self.cfg, self.join(comps)).ghost, 2)
+        out = (g, self.components.fp[id(g)])
+        _store(self.observe_cache, key, out)
         return out
 
     def expand(self, state: State):
@@ -263,7 +258,7 @@ class FastSuccessors:
         rf = self.rf
         G = rf + 1
         step_get, observe_get = self.step_cache.get, self.observe_cache.get
-        verify, join = self.verify, self.join
+        verify = self.verify
         for b in range(1, rf + 1):
             for action, code, getter, gate in self._candidates(comps, b):
                 key = (code, getter(ids), ids[G] if gate and comps[gate].purgatory else 0)
@@ -276,9 +271,10 @@ class FastSuccessors:
                         new[i] = x
                         nfps[i] = f
                     c = new[0]
-                    seen = observe_get((id(c), id(new[c.leader]) if c.leader else 0, id(new[G])))
+                    okey = (id(c), id(new[c.leader]) if c.leader else 0, id(new[G]))
+                    seen = observe_get(okey)
                     if seen is None:
-                        seen = self._observed_ghost(new)
+                        seen = self._observe_miss(new, okey)
                     if seen[0] is not new[G]:
                         new[G], nfps[G] = seen
                     nxt = State(new[0], tuple(new[1:G]), new[G], new[G + 1])

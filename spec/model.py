@@ -177,7 +177,7 @@ class Model:
         c = state.controller
         if self.config.symmetry and c.replicas != self.in_order:
             c = symmetry.canonical(state).controller
-        return self.fast.component_fingerprint(c)
+        return self.fast.controller_fingerprint(c)
 
     def canonical(self, state: State) -> State:
         return symmetry.canonical(state) if self.config.symmetry else state
