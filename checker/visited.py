@@ -25,23 +25,20 @@ class FingerprintSet:
     def __len__(self) -> int:
         return self.count
 
-    def _slot(self, fp: int) -> int:
-        """The slot holding fp, or the empty slot where it would go (fp already nonzero)."""
+    def add(self, fp: int) -> bool:
+        """Add fp; False if it was already there. (One call per transition: the probe is
+        written out here rather than shared with __contains__ through a helper call.)"""
+        fp = fp or 1
         table, mask = self.table, self.mask
         i = (fp ^ (fp >> 29)) & mask
         while True:
             v = table[i]
-            if v == fp or v == EMPTY:
-                return i
+            if v == fp:
+                return False
+            if v == EMPTY:
+                break
             i = (i + 1) & mask
-
-    def add(self, fp: int) -> bool:
-        """Add fp; False if it was already there."""
-        fp = fp or 1
-        i = self._slot(fp)
-        if self.table[i] == fp:
-            return False
-        self.table[i] = fp
+        table[i] = fp
         self.count += 1
         if self.count > self.limit:
             self._grow()
@@ -49,7 +46,15 @@ class FingerprintSet:
 
     def __contains__(self, fp: int) -> bool:
         fp = fp or 1
-        return self.table[self._slot(fp)] == fp
+        table, mask = self.table, self.mask
+        i = (fp ^ (fp >> 29)) & mask
+        while True:
+            v = table[i]
+            if v == fp:
+                return True
+            if v == EMPTY:
+                return False
+            i = (i + 1) & mask
 
     def _grow(self) -> None:
         old = self.table

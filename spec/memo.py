@@ -4,7 +4,10 @@ A State is made of components: the controller, each broker, the ghost and the bu
 Every component the engine handles is interned (one object per value), and its stable
 64-bit fingerprint is computed once, from its marshal bytes. Then:
 
-- a state's fingerprint is the hash of its components' fingerprints (a few dict lookups);
+- a state's fingerprint is the XOR of its components' fingerprints, each first mixed with
+  its position (so brokers 1 and 2 swapped give another fingerprint). A step that changes
+  two components changes the fingerprint by a fixed XOR, which the cache keeps with the
+  step's outcome: a successor's fingerprint costs one XOR, not a rehash;
 - most steps read only a few components (a Fetch reads the follower, the leader and the
   ghost), and across the search the same few components meet again and again. A step's
   outcome is cached under the identities of the components it reads, its *footprint*,
@@ -36,6 +39,15 @@ def as_tuple(obj) -> tuple:
                  for v in (getattr(obj, n) for n in obj.__slots__))
 
 
+def mix(position: int, fp: int) -> int:
+    """A component fingerprint made specific to its position in the state (splitmix64's
+    finaliser: a bijection, so distinct components stay distinct at each position)."""
+    z = (fp + (position + 1) * 0x9E3779B97F4A7C15) & MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
 def component_fingerprint(tag: int, obj) -> int:
     """64 stable bits of one component's value; computed once per distinct value."""
     data = marshal.dumps((tag, as_tuple(obj)), 2)
@@ -44,10 +56,10 @@ def component_fingerprint(tag: int, obj) -> int:
 
 def footprint(cfg: Config, a) -> tuple[tuple, int]:
     """(reads, gate): the component indices a step reads (0 controller, b broker b, rf+1 ghost,
-    rf+2 budget), and a broker whose pending acks=all requests are the only reason the step
-    reads the ghost (0 when it always does or never does).
+    rf+2 budget, rf+2+b only broker b's `stalled` flag), and a broker whose pending acks=all
+    requests are the only reason the step reads the ghost (0 when it always does or never does).
 
-    Its writes must fall inside the reads: the cache replays changes to these components.
+    Its writes must fall inside the whole-component reads: the cache replays changes to them.
     A leader's HW advance answers requests waiting in purgatory and only then touches the
     ghost, which is why a Fetch reads it only while the leader has requests waiting. With
     track_down on, the advance also counts the brokers that are down.
@@ -72,9 +84,10 @@ def footprint(cfg: Config, a) -> tuple[tuple, int]:
     elif t is A.BrokerRestart:
         reads = (a.broker, C) + down     # it restarts with no requests waiting
     elif t is A.AlterPartition:
-        # the leader, the follower it would drop (never in the proposed ISR), the controller;
-        # with ZooKeeper-era ISR writes the response is handled in the same step
-        reads, gate = (a.leader,) + tuple(b for b in range(1, rf + 1) if b not in a.isr) + (C, U) + down, 0
+        # the leader, the controller, and only whether the follower it would drop (never in the
+        # proposed ISR) is stalled: keyed on the whole follower, this step missed three times
+        # as often. With ZooKeeper-era ISR writes the response is handled in the same step.
+        reads, gate = (a.leader,) + tuple(U + b for b in range(1, rf + 1) if b not in a.isr) + (C, U) + down, 0
         if cfg.rule("isr_update") == "zookeeper":
             gate = a.leader
     elif t is A.BrokerCrash or t is A.ControllerFenceBroker:
@@ -95,12 +108,14 @@ def _store(cache: dict, key, value) -> None:
 
 class Components:
     """The intern tables: value -> the one object for it, per kind (tuples of different
-    kinds can be equal), and id -> stable fingerprint."""
+    kinds can be equal), id -> stable fingerprint, and per position id -> mixed fingerprint."""
 
-    def __init__(self):
+    def __init__(self, tags: tuple):
+        self.tags = tags                # the kind of component at each position of a state
         self.objects: dict = {}         # (tag, value) -> object
         self.fp: dict[int, int] = {}
         self.by_fp: dict[int, object] = {}   # fingerprint -> object, to rebuild states sent as fingerprints
+        self.at: list[dict] = [{} for _ in tags]    # position -> {id: mix(position, fp)}
 
     def intern(self, obj, tag: int):
         if id(obj) in self.fp:
@@ -110,7 +125,15 @@ class Components:
             self.objects[(tag, obj)] = known = obj
             fp = self.fp[id(obj)] = component_fingerprint(tag, obj)
             self.by_fp[fp] = obj
+            for position, kind in enumerate(self.tags):
+                if kind == tag:
+                    self.at[position][id(obj)] = mix(position, fp)
         return known
+
+    def delta(self, position: int, old, new) -> int:
+        """What replacing one interned component by another does to a state's fingerprint."""
+        at = self.at[position]
+        return at[id(old)] ^ at[id(new)]
 
 
 class FastSuccessors:
@@ -123,8 +146,8 @@ class FastSuccessors:
         self.step = step                    # (cfg, state, action) -> [State] before observe
         self.observe = observe              # (cfg, state) -> state
         self.verify = verify
-        self.components = Components()
         self.tags = (0,) + (1,) * cfg.rf + (2, 3)
+        self.components = Components(self.tags)
         self.actions: dict = {}             # action -> (action, code, footprint getter)
         self.cand_cache: dict = {}
         self.step_cache: dict = {}
@@ -154,7 +177,15 @@ class FastSuccessors:
             return tuple(fp[id(x)] for x in comps)
 
     def fingerprint(self, state: State) -> int:
-        return hash(self.fingerprints(state)) & MASK64
+        """The XOR of the components' position-mixed fingerprints (see the module docstring)."""
+        at = self.components.at
+        try:
+            out = 0
+            for position, x in enumerate((state.controller, *state.brokers, state.ghost, state.budget)):
+                out ^= at[position][id(x)]      # KeyError: a component not interned yet
+            return out
+        except KeyError:
+            return self.fingerprint(self.join(self.split(state)))
 
     def controller_fingerprint(self, controller) -> int:
         fp = self.components.fp.get(id(controller))
@@ -180,23 +211,24 @@ class FastSuccessors:
         return out
 
     def _outcomes(self, state: State, comps: list, key: tuple, action) -> tuple:
-        """What each successor changes: (((index, component, its fingerprint), ...), ...).
-        The key is the action's code, the ids of the components it reads and, when gated, the ghost's."""
+        """What each successor changes: ((((index, component), ...), fingerprint XOR), ...).
+        The key is the action's code, the ids of the components it reads and, when gated, the
+        ghost's; the components it writes are among them, so the XOR is fixed by the key."""
         out = self.step_cache.get(key)
         if out is None or self.verify:
             computed = []
             if type(action) is A.Fetch:
                 computed = self._fetch_outcomes(state, comps, action)
             else:
-                intern, tags, fp = self.components.intern, self.tags, self.components.fp
+                intern, tags = self.components.intern, self.tags
                 for nxt in self.step(self.cfg, state, action):
                     changes = []
                     for i, x in enumerate((nxt.controller, *nxt.brokers, nxt.ghost, nxt.budget)):
                         if x is not comps[i]:
                             x = intern(x, tags[i])
                             if x is not comps[i]:
-                                changes.append((i, x, fp[id(x)]))
-                    computed.append(tuple(changes))
+                                changes.append((i, x))
+                    computed.append(self._with_delta(comps, changes))
             computed = tuple(computed)
             if out is not None and out != computed:
                 raise AssertionError(f"cached outcome of {action} differs from the step function: fix its footprint")
@@ -218,7 +250,7 @@ class FastSuccessors:
         down = tuple(b.alive for b in state.brokers) if cfg.track_down else ()
         key = (ld, f, id(lead), req, id(comps[G]) if lead.purgatory else 0, down)
         led = self.fetch_cache.get(key)
-        intern, fp = self.components.intern, self.components.fp
+        intern = self.components.intern
         if led is None:
             after, resp = replication.leader_handle_fetch(cfg, state, ld, f, req)
             # The ghost is part of the key only while requests wait in purgatory; otherwise
@@ -234,15 +266,23 @@ class FastSuccessors:
         if fetched is None:
             fetched = intern(replication.follower_handle_fetch_response(fol, resp), 1)
             _store(self.fetch_cache, key, fetched)
-        changes = [(i, x, fp[id(x)]) for i, x in changed + ((f, fetched),) if x is not comps[i]]
-        return [tuple(sorted(changes, key=lambda c: c[0]))]
+        changes = sorted((i, x) for i, x in changed + ((f, fetched),) if x is not comps[i])
+        return [self._with_delta(comps, changes)]
+
+    def _with_delta(self, comps: list, changes: list) -> tuple:
+        """(changes, XOR they make to the fingerprint of a state made of comps)."""
+        delta = 0
+        for i, x in changes:
+            delta ^= self.components.delta(i, comps[i], x)
+        return tuple(changes), delta
 
     def _observe_miss(self, comps: list, key: tuple) -> tuple:
-        """(ghost, fingerprint) after the ghost observes the true leader of these components;
-        computed on a miss of the observe cache, whose key expand() builds (the controller,
-        the broker it names leader, the ghost)."""
+        """(ghost, fingerprint XOR) after the ghost observes the true leader of these
+        components; computed on a miss of the observe cache, whose key expand() builds
+        (the controller, the broker it names leader, the ghost)."""
+        G = self.rf + 1
         g = self.components.intern(self.observe(self.cfg, self.join(comps)).ghost, 2)
-        out = (g, self.components.fp[id(g)])
+        out = (g, self.components.delta(G, comps[G], g))
         _store(self.observe_cache, key, out)
         return out
 
@@ -250,11 +290,17 @@ class FastSuccessors:
         """(action, successor, its fingerprint before symmetry), in candidate order.
 
         The cache hits are inlined here: this loop runs once per transition of the search."""
-        comps = self.split(state)
-        fp = self.components.fp
-        fps = [fp[id(x)] for x in comps]
-        state = self.join(comps)
-        ids = tuple(map(id, comps))
+        comps = [state.controller, *state.brokers, state.ghost, state.budget]
+        at = self.components.at
+        try:        # the states the search expands are made of interned components already
+            base = 0
+            for position, x in enumerate(comps):
+                base ^= at[position][id(x)]
+        except KeyError:
+            comps = self.split(state)
+            state = self.join(comps)
+            base = self.fingerprint(state)
+        ids = (*map(id, comps), *[br.stalled for br in state.brokers])    # see footprint()
         rf = self.rf
         G = rf + 1
         step_get, observe_get = self.step_cache.get, self.observe_cache.get
@@ -265,28 +311,27 @@ class FastSuccessors:
                 outcomes = step_get(key)
                 if outcomes is None or verify:
                     outcomes = self._outcomes(state, comps, key, action)
-                for changes in outcomes:
-                    new, nfps = comps.copy(), fps.copy()
-                    for i, x, f in changes:
+                for changes, delta in outcomes:
+                    new = comps.copy()
+                    for i, x in changes:
                         new[i] = x
-                        nfps[i] = f
                     c = new[0]
                     okey = (id(c), id(new[c.leader]) if c.leader else 0, id(new[G]))
                     seen = observe_get(okey)
                     if seen is None:
                         seen = self._observe_miss(new, okey)
-                    if seen[0] is not new[G]:
-                        new[G], nfps[G] = seen
-                    nxt = State(new[0], tuple(new[1:G]), new[G], new[G + 1])
+                    nxt = State(c, tuple(new[1:G]), seen[0], new[G + 1])
                     if verify:
-                        self._check_observed(state, action, nxt)
-                    yield action, nxt, hash(tuple(nfps)) & MASK64
+                        self._check_observed(state, action, nxt, base ^ delta ^ seen[1])
+                    yield action, nxt, base ^ delta ^ seen[1]
 
     def successors(self, state: State):
         for action, nxt, _ in self.expand(state):
             yield action, nxt
 
-    def _check_observed(self, state: State, action, nxt: State) -> None:
+    def _check_observed(self, state: State, action, nxt: State, fp: int) -> None:
         direct = [self.observe(self.cfg, s) for s in self.step(self.cfg, state, action)]
         if nxt not in direct:
             raise AssertionError(f"cached successor of {action} is not one the step function gives")
+        if fp != self.fingerprint(nxt):
+            raise AssertionError(f"the fingerprint XOR cached with {action} is wrong")
