@@ -122,7 +122,7 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
     coverage: Counter = Counter()
     pending: deque = deque()
     take = pending.popleft if strategy == "bfs" else pending.pop
-    generated = 0
+    initial_generated = 0      # the rest of the generated states are counted in fired
     max_depth = 0
     stop_reason = None
     violation_at = None       # (invariant, kind, node, extra step or None)
@@ -144,12 +144,12 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
 
     def stats(final: bool = False) -> dict:
         el = time.monotonic() - start
-        return {"distinct": len(visited), "generated": generated, "queue": len(pending),
+        return {"distinct": len(visited), "generated": initial_generated + sum(fired.values()), "queue": len(pending),
                 "depth": max_depth, "elapsed": el, "rate": len(visited) / el if el > 0 else 0.0,
                 "final": final}
 
     for i, s in enumerate(model.initial_states()):
-        generated += 1
+        initial_generated += 1
         if not is_new(fp_of(s)):
             continue
         node = nodes.add(-1, i)
@@ -167,8 +167,7 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
                     stop_reason = stop_reason or f"max depth {limits.max_depth}"
                 continue
             for index, (action, nxt, fp) in enumerate(expand(state)):
-                generated += 1
-                fired[type(action)] += 1
+                fired[type(action)] += 1        # generated: the initial states plus these
                 if not quiet(state, nxt):
                     bad = check_step(state, nxt)
                     if bad:
@@ -230,6 +229,6 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
         verdict = "holds"
     if progress is not None:
         progress(stats(final=True))
-    return Result(verdict, strategy, len(visited), generated, max_depth,
+    return Result(verdict, strategy, len(visited), initial_generated + sum(fired.values()), max_depth,
                   time.monotonic() - start, stop_reason, violation, coverage, reached,
                   visited_bytes=visited.nbytes + nodes.nbytes)

@@ -29,6 +29,7 @@ from kafkamc.spec.config import Config
 from kafkamc.spec.state import State
 
 MASK64 = (1 << 64) - 1
+new_tuple = tuple.__new__
 CACHE_LIMIT = 1 << 22       # entries per cache before it is dropped and refilled
 
 
@@ -116,6 +117,7 @@ class Components:
         self.fp: dict[int, int] = {}
         self.by_fp: dict[int, object] = {}   # fingerprint -> object, to rebuild states sent as fingerprints
         self.at: list[dict] = [{} for _ in tags]    # position -> {id: mix(position, fp)}
+        self.serial: dict[int, int] = {}    # id -> a small number, in order of interning
 
     def intern(self, obj, tag: int):
         if id(obj) in self.fp:
@@ -125,6 +127,7 @@ class Components:
             self.objects[(tag, obj)] = known = obj
             fp = self.fp[id(obj)] = component_fingerprint(tag, obj)
             self.by_fp[fp] = obj
+            self.serial[id(obj)] = len(self.serial)
             for position, kind in enumerate(self.tags):
                 if kind == tag:
                     self.at[position][id(obj)] = mix(position, fp)
@@ -148,9 +151,10 @@ class FastSuccessors:
         self.verify = verify
         self.tags = (0,) + (1,) * cfg.rf + (2, 3)
         self.components = Components(self.tags)
-        self.actions: dict = {}             # action -> (action, code, footprint getter)
-        self.cand_cache: dict = {}
-        self.step_cache: dict = {}
+        self.actions: dict = {}             # action -> (action, its step cache, key getters, gate)
+        # Candidates of broker b, keyed on the ids of (broker b, controller, budget).
+        self.cand_key = [None] + [itemgetter(b, 0, cfg.rf + 2) for b in cfg.brokers]
+        self.cand_caches: list = [None] + [{} for _ in cfg.brokers]
         self.observe_cache: dict = {}
         self.fetch_cache: dict = {}         # the two halves of Fetch, see _fetch_outcomes
 
@@ -194,27 +198,31 @@ class FastSuccessors:
     # ---------------------------------------------------------------- successors
 
     def _prepared(self, action):
+        """(action, its own step cache, the key getter, the key getter while the gate broker
+        has requests waiting (it adds the ghost), gate). A cache per action keeps the keys
+        flat tuples of ids: hashing and comparing them is a large part of every step."""
         entry = self.actions.get(action)
         if entry is None:
             reads, gate = footprint(self.cfg, action)
-            getter = itemgetter(*reads) if len(reads) > 1 else (lambda ids, i=reads[0]: (ids[i],))
-            entry = self.actions[action] = (action, len(self.actions), getter, gate)
+            gated = itemgetter(*reads, self.rf + 1) if gate else None
+            entry = self.actions[action] = (action, {}, itemgetter(*reads), gated, gate)
         return entry
 
-    def _candidates(self, comps: list, b: int) -> tuple:
-        c, br, u = comps[0], comps[b], comps[self.rf + 2]
-        key = (b, id(br), id(c), id(u))
-        out = self.cand_cache.get(key)
+    def _candidates(self, comps: list, ids: tuple, b: int) -> tuple:
+        cache = self.cand_caches[b]
+        key = self.cand_key[b](ids)
+        out = cache.get(key)
         if out is None:
+            c, br, u = comps[0], comps[b], comps[self.rf + 2]
             out = tuple(self._prepared(a) for a in self.candidates_of(self.cfg, c, br, u, b))
-            _store(self.cand_cache, key, out)
+            _store(cache, key, out)
         return out
 
-    def _outcomes(self, state: State, comps: list, key: tuple, action) -> tuple:
+    def _outcomes(self, state: State, comps: list, cache: dict, key, action) -> tuple:
         """What each successor changes: ((((index, component), ...), fingerprint XOR), ...).
-        The key is the action's code, the ids of the components it reads and, when gated, the
-        ghost's; the components it writes are among them, so the XOR is fixed by the key."""
-        out = self.step_cache.get(key)
+        The key is the ids of the components the action reads and, when gated, the ghost's;
+        the components it writes are among them, so the XOR is fixed by the key."""
+        out = cache.get(key)
         if out is None or self.verify:
             computed = []
             if type(action) is A.Fetch:
@@ -234,7 +242,7 @@ class FastSuccessors:
                 raise AssertionError(f"cached outcome of {action} differs from the step function: fix its footprint")
             if out is None:
                 out = computed
-                _store(self.step_cache, key, out)
+                _store(cache, key, out)
         return out
 
     def _fetch_outcomes(self, state: State, comps: list, action) -> list:
@@ -300,17 +308,18 @@ class FastSuccessors:
             comps = self.split(state)
             state = self.join(comps)
             base = self.fingerprint(state)
-        ids = (*map(id, comps), *[br.stalled for br in state.brokers])    # see footprint()
+        serial = self.components.serial
+        ids = (*[serial[id(x)] for x in comps], *[br.stalled for br in state.brokers])    # see footprint()
         rf = self.rf
         G = rf + 1
-        step_get, observe_get = self.step_cache.get, self.observe_cache.get
+        observe_get = self.observe_cache.get
         verify = self.verify
         for b in range(1, rf + 1):
-            for action, code, getter, gate in self._candidates(comps, b):
-                key = (code, getter(ids), ids[G] if gate and comps[gate].purgatory else 0)
-                outcomes = step_get(key)
+            for action, cache, getter, gated, gate in self._candidates(comps, ids, b):
+                key = gated(ids) if gate and comps[gate].purgatory else getter(ids)
+                outcomes = cache.get(key)
                 if outcomes is None or verify:
-                    outcomes = self._outcomes(state, comps, key, action)
+                    outcomes = self._outcomes(state, comps, cache, key, action)
                 for changes, delta in outcomes:
                     new = comps.copy()
                     for i, x in changes:
@@ -320,7 +329,7 @@ class FastSuccessors:
                     seen = observe_get(okey)
                     if seen is None:
                         seen = self._observe_miss(new, okey)
-                    nxt = State(c, tuple(new[1:G]), seen[0], new[G + 1])
+                    nxt = new_tuple(State, (c, tuple(new[1:G]), seen[0], new[G + 1]))   # State(...) without its __new__
                     if verify:
                         self._check_observed(state, action, nxt, base ^ delta ^ seen[1])
                     yield action, nxt, base ^ delta ^ seen[1]
