@@ -21,19 +21,45 @@ class CompileError(Exception):
     pass
 
 
-def to_python(expr: z3.ExprRef, sources: dict[str, str]) -> str:
-    """Python source for `expr`; each Z3 constant named n is read through sources[n]."""
+def to_python(expr: z3.ExprRef, sources: dict[str, str], shared: dict = None) -> str:
+    """Python source for `expr`; each Z3 constant named n is read through sources[n].
+
+    With `shared` ({}), every compound subformula that occurs more than once is computed
+    once into a local: shared is filled with local -> source, in an order that can be run."""
     cache: dict[int, str] = {}
+    repeated = _repeated(expr) if shared is not None else set()
 
     def go(e: z3.ExprRef) -> str:
         key = e.get_id()
         if key in cache:
             return cache[key]
         out = _one(e, go, sources)
+        if key in repeated:
+            local = f"_e{len(shared)}"
+            shared[local] = out
+            out = local
         cache[key] = out
         return out
 
     return go(expr)
+
+
+def _repeated(expr: z3.ExprRef) -> set:
+    """Ids of the subformulas that two or more places of expr refer to and that are worth a
+    local: those built of other compound formulas (a lone comparison costs no more to
+    repeat than to store and load)."""
+    parents: dict[int, int] = {}
+    seen, stack = set(), [expr]
+    while stack:
+        e = stack.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        for child in e.children():
+            if any(grandchild.children() for grandchild in child.children()):
+                parents[child.get_id()] = parents.get(child.get_id(), 0) + 1
+                stack.append(child)
+    return {key for key, n in parents.items() if n > 1}
 
 
 def _one(e, go, sources) -> str:
@@ -64,6 +90,8 @@ def _one(e, go, sources) -> str:
         return f"({go(args[1])} if {go(args[0])} else {go(args[2])})"
     if kind == K.Z3_OP_DISTINCT:
         xs = [go(a) for a in args]
+        if len(xs) == 2:
+            return f"({xs[0]} != {xs[1]})"
         return "(len({" + ", ".join(xs) + "}) == " + str(len(xs)) + ")"
     if kind == K.Z3_OP_UMINUS:
         return f"(-{go(args[0])})"
@@ -74,15 +102,19 @@ def compile_function(name: str, params: list[str], prelude: list[str], expr: z3.
                      sources: dict[str, str], hoist: bool = False):
     """Build `def name(params): prelude; return <expr>` and return the function.
 
-    With hoist, each variable the formula reads is read once into a local first: worth it
-    for a large conjunction that must be evaluated whole (every state passes it) and
-    reads the same variables in many places; a small formula is better left lazy."""
+    With hoist, each variable the formula reads, and each subformula it uses in more than
+    one place, is computed once into a local first: worth it for a large conjunction that
+    must be evaluated whole (every state passes it) and reads the same variables in many
+    places; a small formula is better left lazy. Nothing here can raise, so computing a
+    subformula that short-circuiting would have skipped changes no result."""
     reads = sources
     locals_: dict[str, str] = {}
+    shared: dict = {} if hoist else None
     if hoist:
         reads = _Hoisted(sources, locals_)
-    code = to_python(expr, reads)
+    code = to_python(expr, reads, shared)
     hoisted = [f"{local} = {sources[var]}" for var, local in locals_.items()]
+    hoisted += [f"{local} = {source}" for local, source in (shared or {}).items()]
     # Only the locals the expression reads: the hot path pays for every line.
     used = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code + " ".join(hoisted)))
     lines = [line for line in prelude if line.split(" = ")[0] in used] + hoisted

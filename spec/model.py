@@ -69,15 +69,18 @@ def broker_actions(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) ->
         if u.records < cfg.max_records:
             yield A.Produce(b, u.records + 1)
         if not br.pending and br.alter is None:
-            isr = members(br.isr)
+            # Proposals the leader's own view already rules out are left out (a follower
+            # it sees caught up is never dropped, one behind never added): a third of the
+            # candidates otherwise. The step checks every guard again.
+            current = members(br.isr)
             for f in cfg.brokers:
                 if f == b:
                     continue
-                if f in isr:
-                    if shrinks_left:
-                        yield A.AlterPartition(b, tuple(m for m in isr if m != f))
-                else:
-                    yield A.AlterPartition(b, tuple(sorted(isr + (f,))))
+                if f in current:
+                    if shrinks_left and br.views[f - 1] < br.leo:
+                        yield A.AlterPartition(b, tuple(m for m in current if m != f))
+                elif isr.may_join(cfg, br, f):
+                    yield A.AlterPartition(b, tuple(sorted(current + (f,))))
         if br.alter is not None:
             yield A.HandleAlterPartitionResponse(b)
     elif br.leader != NO_LEADER:
@@ -85,7 +88,7 @@ def broker_actions(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) ->
             yield A.OffsetsForLeaderEpoch(b, br.leader)
         else:
             yield A.Fetch(b, br.leader)
-        if shrinks_left and not br.stalled:
+        if shrinks_left and not br.stalled and c.isr & (1 << (b - 1)):
             yield A.ReplicaStall(b)
     if lifecycle.stale(c, br, b):
         yield A.MetadataUpdate(b)
