@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 from kafkamc.spec import actions as A
 from kafkamc.spec import replication
@@ -30,6 +30,7 @@ from kafkamc.spec.state import State
 
 MASK64 = (1 << 64) - 1
 new_tuple = tuple.__new__
+stalled = attrgetter("stalled")
 CACHE_LIMIT = 1 << 22       # entries per cache before it is dropped and refilled
 
 
@@ -116,8 +117,8 @@ class Components:
         self.objects: dict = {}         # (tag, value) -> object
         self.fp: dict[int, int] = {}
         self.by_fp: dict[int, object] = {}   # fingerprint -> object, to rebuild states sent as fingerprints
-        self.at: list[dict] = [{} for _ in tags]    # position -> {id: mix(position, fp)}
         self.serial: dict[int, int] = {}    # id -> a small number, in order of interning
+        self.at: list[list] = [[] for _ in tags]    # position -> [serial] -> mix(position, fp)
 
     def intern(self, obj, tag: int):
         if id(obj) in self.fp:
@@ -129,14 +130,13 @@ class Components:
             self.by_fp[fp] = obj
             self.serial[id(obj)] = len(self.serial)
             for position, kind in enumerate(self.tags):
-                if kind == tag:
-                    self.at[position][id(obj)] = mix(position, fp)
+                self.at[position].append(mix(position, fp) if kind == tag else 0)
         return known
 
     def delta(self, position: int, old, new) -> int:
         """What replacing one interned component by another does to a state's fingerprint."""
-        at = self.at[position]
-        return at[id(old)] ^ at[id(new)]
+        at, serial = self.at[position], self.serial
+        return at[serial[id(old)]] ^ at[serial[id(new)]]
 
 
 class FastSuccessors:
@@ -182,11 +182,11 @@ class FastSuccessors:
 
     def fingerprint(self, state: State) -> int:
         """The XOR of the components' position-mixed fingerprints (see the module docstring)."""
-        at = self.components.at
+        at, serial = self.components.at, self.components.serial
         try:
             out = 0
             for position, x in enumerate((state.controller, *state.brokers, state.ghost, state.budget)):
-                out ^= at[position][id(x)]      # KeyError: a component not interned yet
+                out ^= at[position][serial[id(x)]]      # KeyError: a component not interned yet
             return out
         except KeyError:
             return self.fingerprint(self.join(self.split(state)))
@@ -299,17 +299,17 @@ class FastSuccessors:
 
         The cache hits are inlined here: this loop runs once per transition of the search."""
         comps = [state.controller, *state.brokers, state.ghost, state.budget]
-        at = self.components.at
+        at, serial = self.components.at, self.components.serial
         try:        # the states the search expands are made of interned components already
-            base = 0
-            for position, x in enumerate(comps):
-                base ^= at[position][id(x)]
+            numbers = [serial[id(x)] for x in comps]
         except KeyError:
             comps = self.split(state)
             state = self.join(comps)
-            base = self.fingerprint(state)
-        serial = self.components.serial
-        ids = (*[serial[id(x)] for x in comps], *[br.stalled for br in state.brokers])    # see footprint()
+            numbers = [serial[id(x)] for x in comps]
+        base = 0
+        for position, number in enumerate(numbers):
+            base ^= at[position][number]
+        ids = (*numbers, *map(stalled, state.brokers))    # the keys' parts, see footprint()
         rf = self.rf
         G = rf + 1
         observe_get = self.observe_cache.get
