@@ -10,9 +10,9 @@ Every component the engine handles is interned (one object per value), and its s
   step's outcome: a successor's fingerprint costs one XOR, not a rehash;
 - most steps read only a few components (a Fetch reads the follower, the leader and the
   ghost), and across the search the same few components meet again and again. A step's
-  outcome is cached under the identities of the components it reads, its *footprint*,
-  and replayed as the components it changed. Interned objects never die, so an id()
-  names one value for the whole run.
+  outcome is cached under the serial numbers of the components it reads, its *footprint*,
+  and replayed as the components it changed. Interned objects never die, so an id(), and
+  the serial number given to it when interned, names one value for the whole run.
 
 The step functions stay the specification: they run on every cache miss, and
 `Model(cfg, verify=True)` re-runs them on every hit and compares (tests do).
@@ -110,7 +110,8 @@ def _store(cache: dict, key, value) -> None:
 
 class Components:
     """The intern tables: value -> the one object for it, per kind (tuples of different
-    kinds can be equal), id -> stable fingerprint, and per position id -> mixed fingerprint."""
+    kinds can be equal), id -> stable fingerprint, id -> serial number, and per position
+    serial number -> mixed fingerprint."""
 
     def __init__(self, tags: tuple):
         self.tags = tags                # the kind of component at each position of a state
@@ -152,7 +153,7 @@ class FastSuccessors:
         self.tags = (0,) + (1,) * cfg.rf + (2, 3)
         self.components = Components(self.tags)
         self.actions: dict = {}             # action -> (action, its step cache, key getters, gate)
-        # Candidates of broker b, keyed on the ids of (broker b, controller, budget).
+        # Candidates of broker b, keyed on the serial numbers of (broker b, controller, budget).
         self.cand_key = [None] + [itemgetter(b, 0, cfg.rf + 2) for b in cfg.brokers]
         self.cand_caches: list = [None] + [{} for _ in cfg.brokers]
         self.observe_cache: dict = {}
@@ -200,7 +201,7 @@ class FastSuccessors:
     def _prepared(self, action):
         """(action, its own step cache, the key getter, the key getter while the gate broker
         has requests waiting (it adds the ghost), gate). A cache per action keeps the keys
-        flat tuples of ids: hashing and comparing them is a large part of every step."""
+        flat tuples of small ints: hashing and comparing them is a large part of every step."""
         entry = self.actions.get(action)
         if entry is None:
             reads, gate = footprint(self.cfg, action)
@@ -208,9 +209,9 @@ class FastSuccessors:
             entry = self.actions[action] = (action, {}, itemgetter(*reads), gated, gate)
         return entry
 
-    def _candidates(self, comps: list, ids: tuple, b: int) -> tuple:
+    def _candidates(self, comps: list, parts: tuple, b: int) -> tuple:
         cache = self.cand_caches[b]
-        key = self.cand_key[b](ids)
+        key = self.cand_key[b](parts)
         out = cache.get(key)
         if out is None:
             c, br, u = comps[0], comps[b], comps[self.rf + 2]
@@ -220,7 +221,7 @@ class FastSuccessors:
 
     def _outcomes(self, state: State, comps: list, cache: dict, key, action) -> tuple:
         """What each successor changes: ((((index, component), ...), fingerprint XOR), ...).
-        The key is the ids of the components the action reads and, when gated, the ghost's;
+        The key is the serial numbers of the components the action reads and, when gated, the ghost's;
         the components it writes are among them, so the XOR is fixed by the key."""
         out = cache.get(key)
         if out is None or self.verify:
@@ -309,14 +310,14 @@ class FastSuccessors:
         base = 0
         for position, number in enumerate(numbers):
             base ^= at[position][number]
-        ids = (*numbers, *map(stalled, state.brokers))    # the keys' parts, see footprint()
+        parts = (*numbers, *map(stalled, state.brokers))    # the keys' parts, see footprint()
         rf = self.rf
         G = rf + 1
         observe_get = self.observe_cache.get
         verify = self.verify
         for b in range(1, rf + 1):
-            for action, cache, getter, gated, gate in self._candidates(comps, ids, b):
-                key = gated(ids) if gate and comps[gate].purgatory else getter(ids)
+            for action, cache, getter, gated, gate in self._candidates(comps, parts, b):
+                key = gated(parts) if gate and comps[gate].purgatory else getter(parts)
                 outcomes = cache.get(key)
                 if outcomes is None or verify:
                     outcomes = self._outcomes(state, comps, cache, key, action)

@@ -168,3 +168,21 @@ def test_nodes_keep_paths_in_six_bytes():
     assert n.path(b) == (2, [7, 65535]) and n.nbytes == 3 * 6
     with pytest.raises(OverflowError):
         n.add(b, 65536)
+
+
+def test_fingerprints_tell_positions_apart_and_follow_each_step():
+    """A state's fingerprint is the XOR of its components' fingerprints mixed with their
+    positions: swapping two brokers must change it, and the XOR the cache applies along
+    each step must give the fingerprint computed from scratch."""
+    model = Model(Config(rf=3, minisr=2, max_records=1, symmetry=False))
+    s = model.initial_states()[0]
+    b1, b2, b3 = s.brokers                  # broker 1 leads: it differs from broker 2
+    swapped = s._replace(brokers=(b2, b1, b3))
+    assert b1 != b2 and model.fingerprint(swapped) != model.fingerprint(s)
+    frontier, seen = [s], 0
+    while frontier and seen < 2000:
+        state = frontier.pop()
+        for _action, nxt, fp in model.expand(state):
+            assert fp == model.fingerprint(nxt) == model.fast.fingerprint(nxt)
+            frontier.append(nxt)
+            seen += 1
