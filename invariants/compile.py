@@ -17,6 +17,9 @@ _BINARY = {
 }
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 class CompileError(Exception):
     pass
 
@@ -115,9 +118,16 @@ def compile_function(name: str, params: list[str], prelude: list[str], expr: z3.
     code = to_python(expr, reads, shared)
     hoisted = [f"{local} = {sources[var]}" for var, local in locals_.items()]
     hoisted += [f"{local} = {source}" for local, source in (shared or {}).items()]
-    # Only the locals the expression reads: the hot path pays for every line.
-    used = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code + " ".join(hoisted)))
-    lines = [line for line in prelude if line.split(" = ")[0] in used] + hoisted
+    # Only the locals the expression reads, and the locals those read: the hot path pays
+    # for every line.
+    used = set(_NAME.findall(code + " ".join(hoisted)))
+    lines = []
+    for line in reversed(prelude):
+        target, source = line.split(" = ", 1)
+        if target in used:
+            lines.append(line)
+            used.update(_NAME.findall(source))
+    lines = lines[::-1] + hoisted
     body = "\n    ".join(lines) or "pass"
     src = f"def {name}({', '.join(params)}):\n    {body}\n    return {code}\n"
     namespace: dict = {}

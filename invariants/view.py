@@ -29,7 +29,10 @@ class View:
         self.state_name = state_name
         self.vars: dict[str, Var] = {}
         n, R = state_name, cfg.max_records
-        self.prelude = [f"{n}_c = {n}.controller", f"{n}_g = {n}.ghost"]
+        # Locals the sources read; a compiled function keeps only the ones it needs. A log
+        # and its length are read once here rather than in every offset's variable.
+        self.prelude = [f"{n}_c = {n}.controller", f"{n}_g = {n}.ghost",
+                        f"{n}_gc = {n}_g.committed", f"{n}_gclen = len({n}_gc)"]
         self.c_leader = self._int("c_leader", f"{n}_c.leader")
         self.c_epoch = self._int("c_epoch", f"{n}_c.epoch")
         self.c_recovering = self._bool("c_recovering", f"{n}_c.recovering")
@@ -39,12 +42,12 @@ class View:
         kip207 = cfg.rule("consumer_hw") == "kip207"
         for b in cfg.brokers:
             br = f"{n}_b{b}"
-            self.prelude.append(f"{br} = {n}.brokers[{b - 1}]")
+            self.prelude += [f"{br} = {n}.brokers[{b - 1}]", f"{br}_log = {br}.log", f"{br}_leo = len({br}_log)"]
             self.alive[b] = self._bool(f"alive[{b}]", f"{br}.alive")
             self.leads[b] = self._bool(f"leads[{b}]", f"({br}.alive and {br}.leader == {b})")
             self.epoch[b] = self._int(f"epoch[{b}]", f"{br}.epoch")
             self.hw[b] = self._int(f"hw[{b}]", f"{br}.hw")
-            self.leo[b] = self._int(f"leo[{b}]", f"len({br}.log)")
+            self.leo[b] = self._int(f"leo[{b}]", f"{br}_leo")
             self.start[b] = self._int(f"start[{b}]", f"{br}.start")
             self.in_isr[b] = self._bool(f"in_isr[{b}]", f"bool({n}_c.isr & {1 << (b - 1)})")
             self.in_elr[b] = self._bool(f"in_elr[{b}]", f"bool({n}_c.elr & {1 << (b - 1)})")
@@ -53,12 +56,12 @@ class View:
             # The HW consumers can read from b (spec.model.consumer_hw), -1 for none.
             self.exposed[b] = self._int(f"exposed_hw[{b}]", f"(-1 if {br}.hw < {br}.start else {br}.hw)"
                                         if kip207 else f"{br}.hw")
-            self.log[b] = [self._int(f"log[{b}][{i}]", f"({br}.log[{i}][1] if len({br}.log) > {i} else 0)")
+            self.log[b] = [self._int(f"log[{b}][{i}]", f"({br}_log[{i}][1] if {br}_leo > {i} else 0)")
                            for i in range(R)]
-            self.logep[b] = [self._int(f"logep[{b}][{i}]", f"({br}.log[{i}][0] if len({br}.log) > {i} else 0)")
+            self.logep[b] = [self._int(f"logep[{b}][{i}]", f"({br}_log[{i}][0] if {br}_leo > {i} else 0)")
                              for i in range(R)]
-        self.committed_len = self._int("committed_len", f"len({n}_g.committed)")
-        self.committed = [self._int(f"committed[{i}]", f"({n}_g.committed[{i}] if len({n}_g.committed) > {i} else 0)")
+        self.committed_len = self._int("committed_len", f"{n}_gclen")
+        self.committed = [self._int(f"committed[{i}]", f"({n}_gc[{i}] if {n}_gclen > {i} else 0)")
                           for i in range(R)]
         self.acked = {r: self._bool(f"acked[{r}]", f"bool({n}_g.acked & {1 << (r - 1)})") for r in range(1, R + 1)}
         self.hw_seen = self._int("hw_seen", f"{n}_g.hw_seen")
