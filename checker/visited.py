@@ -57,14 +57,19 @@ class FingerprintSet:
             i = (i + 1) & mask
 
     def _grow(self) -> None:
+        """Double the table. Every fingerprint moves, so the loop is written out here:
+        through add() it cost a second per 1.5 million states."""
         old = self.table
-        self.table = array("Q", [EMPTY]) * (2 * len(old))
-        self.mask = len(self.table) - 1
-        self.limit = int(len(self.table) * MAX_LOAD)
-        self.count = 0
+        size = 2 * len(old)
+        table = array("Q", [EMPTY]) * size
+        mask = size - 1
         for fp in old:
-            if fp:
-                self.add(fp)
+            if fp:                  # the old table holds no duplicates: find a free slot
+                i = (fp ^ (fp >> 29)) & mask
+                while table[i] != EMPTY:
+                    i = (i + 1) & mask
+                table[i] = fp
+        self.table, self.mask, self.limit = table, mask, int(size * MAX_LOAD)
 
     @property
     def nbytes(self) -> int:
