@@ -118,18 +118,36 @@ def compile_function(name: str, params: list[str], prelude: list[str], expr: z3.
     code = to_python(expr, reads, shared)
     hoisted = [f"{local} = {sources[var]}" for var, local in locals_.items()]
     hoisted += [f"{local} = {source}" for local, source in (shared or {}).items()]
-    # Only the locals the expression reads, and the locals those read: the hot path pays
-    # for every line.
-    used = set(_NAME.findall(code + " ".join(hoisted)))
+    lines = _needed(prelude, code + " ".join(hoisted)) + hoisted
+    body = "\n    ".join(lines) or "pass"
+    return _define(name, f"def {name}({', '.join(params)}):\n    {body}\n    return {code}\n")
+
+
+def compile_guarded(name: str, params: list[str], prelude: list[str], guard: str, when: z3.ExprRef,
+                    otherwise: z3.ExprRef, sources: dict[str, str]):
+    """`def name(params): if guard: return <when>; return <otherwise>`, each branch reading
+    only the locals it needs (lazy formulas, as compile_function without hoist)."""
+    when_code, otherwise_code = to_python(when, sources), to_python(otherwise, sources)
+    lines = [f"    if {guard}:"]
+    lines += [f"        {line}" for line in _needed(prelude, when_code)] + [f"        return {when_code}"]
+    lines += [f"    {line}" for line in _needed(prelude, otherwise_code)] + [f"    return {otherwise_code}"]
+    return _define(name, f"def {name}({', '.join(params)}):\n" + "\n".join(lines) + "\n")
+
+
+def _needed(prelude: list[str], code: str) -> list[str]:
+    """The prelude lines that code reads, and the ones those read: the hot path pays for
+    every line."""
+    used = set(_NAME.findall(code))
     lines = []
     for line in reversed(prelude):
         target, source = line.split(" = ", 1)
         if target in used:
             lines.append(line)
             used.update(_NAME.findall(source))
-    lines = lines[::-1] + hoisted
-    body = "\n    ".join(lines) or "pass"
-    src = f"def {name}({', '.join(params)}):\n    {body}\n    return {code}\n"
+    return lines[::-1]
+
+
+def _define(name: str, src: str):
     namespace: dict = {}
     exec(compile(src, f"<invariant {name}>", "exec"), namespace)
     fn = namespace[name]
