@@ -119,9 +119,9 @@ class InvariantSuite:
 
     def _controller_unchanged(self) -> list:
         """(variable before, variable after) for every variable read from the controller alone."""
-        pairs = []
+        pairs, before = [], self.P.state_name
         for name, var in self.P.vars.items():
-            if set(re.findall(r"\bp_\w+", var.source)) == {"p_c"}:
+            if set(re.findall(rf"\b{before}_\w+", var.source)) == {f"{before}_c"}:
                 pairs.append((var.const, self.V.vars[name[len(self.P.prefix):]].const))
         return pairs
 

@@ -12,14 +12,18 @@ from kafkamc.spec.state import Broker, State, bit, members, size, replace
 LAG_MAX_MESSAGES = 1   # replica.lag.max.messages in the model: more than one record behind is out
 
 
+def behind(br: Broker, f: int) -> bool:
+    """Whether the leader has seen follower f short of its log end: never dropped otherwise."""
+    return br.views[f - 1] < br.leo
+
+
 def may_drop(cfg: Config, state: State, br: Broker, f: int) -> bool:
     """Whether the leader considers follower f out of sync (the isr_lag rule)."""
-    view = br.views[f - 1]
-    if view >= br.leo:
+    if not behind(br, f):
         return False
     stuck = state.broker(f).stalled    # no fetch for replica.lag.time.max.ms
     if cfg.rule("isr_lag") == "messages":
-        return stuck or br.leo - view > LAG_MAX_MESSAGES
+        return stuck or br.leo - br.views[f - 1] > LAG_MAX_MESSAGES
     return stuck
 
 

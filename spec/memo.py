@@ -134,6 +134,13 @@ class Components:
                 self.at[position].append(mix(position, fp) if kind == tag else 0)
         return known
 
+    def xor(self, numbers) -> int:
+        """A state's fingerprint from its components' serial numbers, in position order."""
+        at, out = self.at, 0
+        for position, number in enumerate(numbers):
+            out ^= at[position][number]
+        return out
+
     def delta(self, position: int, old, new) -> int:
         """What replacing one interned component by another does to a state's fingerprint."""
         at, serial = self.at[position], self.serial
@@ -183,12 +190,10 @@ class FastSuccessors:
 
     def fingerprint(self, state: State) -> int:
         """The XOR of the components' position-mixed fingerprints (see the module docstring)."""
-        at, serial = self.components.at, self.components.serial
-        try:
-            out = 0
-            for position, x in enumerate((state.controller, *state.brokers, state.ghost, state.budget)):
-                out ^= at[position][serial[id(x)]]      # KeyError: a component not interned yet
-            return out
+        serial = self.components.serial
+        try:        # KeyError: a component not interned yet
+            return self.components.xor([serial[id(x)] for x in (state.controller, *state.brokers, state.ghost,
+                                                                 state.budget)])
         except KeyError:
             return self.fingerprint(self.join(self.split(state)))
 
@@ -300,16 +305,14 @@ class FastSuccessors:
 
         The cache hits are inlined here: this loop runs once per transition of the search."""
         comps = [state.controller, *state.brokers, state.ghost, state.budget]
-        at, serial = self.components.at, self.components.serial
+        serial = self.components.serial
         try:        # the states the search expands are made of interned components already
             numbers = [serial[id(x)] for x in comps]
         except KeyError:
             comps = self.split(state)
             state = self.join(comps)
             numbers = [serial[id(x)] for x in comps]
-        base = 0
-        for position, number in enumerate(numbers):
-            base ^= at[position][number]
+        base = self.components.xor(numbers)
         parts = (*numbers, *map(stalled, state.brokers))    # the keys' parts, see footprint()
         rf = self.rf
         G = rf + 1

@@ -9,7 +9,7 @@ from kafkamc.spec import actions as A
 from kafkamc.spec import isr, lifecycle, replication, symmetry
 from kafkamc.spec.config import Config
 from kafkamc.spec.memo import FastSuccessors
-from kafkamc.spec.state import NO_LEADER, Broker, Budget, Controller, State, initial_state, members, replace
+from kafkamc.spec.state import NO_LEADER, Broker, Budget, Controller, State, bit, initial_state, members, replace
 
 
 def consumer_hw(cfg: Config, br: Broker) -> int:
@@ -77,7 +77,7 @@ def broker_actions(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) ->
                 if f == b:
                     continue
                 if f in current:
-                    if shrinks_left and br.views[f - 1] < br.leo:
+                    if shrinks_left and isr.behind(br, f):
                         yield A.AlterPartition(b, tuple(m for m in current if m != f))
                 elif isr.may_join(cfg, br, f):
                     yield A.AlterPartition(b, tuple(sorted(current + (f,))))
@@ -88,7 +88,7 @@ def broker_actions(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) ->
             yield A.OffsetsForLeaderEpoch(b, br.leader)
         else:
             yield A.Fetch(b, br.leader)
-        if shrinks_left and not br.stalled and c.isr & (1 << (b - 1)):
+        if shrinks_left and not br.stalled and c.isr & bit(b):
             yield A.ReplicaStall(b)
     if lifecycle.stale(c, br, b):
         yield A.MetadataUpdate(b)
