@@ -147,9 +147,12 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
     quiet = quiet_step(unreached)
     targets = set(stop_when_reached)
 
+    def generated() -> int:
+        return initial_generated + sum(fired.values())
+
     def stats(final: bool = False) -> dict:
         el = time.monotonic() - start
-        return {"distinct": len(visited), "generated": initial_generated + sum(fired.values()), "queue": len(pending),
+        return {"distinct": len(visited), "generated": generated(), "queue": len(pending),
                 "depth": max_depth, "elapsed": el, "rate": len(visited) / el if el > 0 else 0.0,
                 "final": final}
 
@@ -234,6 +237,6 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
         verdict = "holds"
     if progress is not None:
         progress(stats(final=True))
-    return Result(verdict, strategy, len(visited), initial_generated + sum(fired.values()), max_depth,
+    return Result(verdict, strategy, len(visited), generated(), max_depth,
                   time.monotonic() - start, stop_reason, violation, coverage, reached,
                   visited_bytes=visited.nbytes + nodes.nbytes)

@@ -178,24 +178,25 @@ class FastSuccessors:
         rf = self.rf
         return State(comps[0], tuple(comps[1:rf + 1]), comps[rf + 1], comps[rf + 2])
 
-    def fingerprints(self, state: State) -> tuple:
-        """The components' fingerprints, interning any component not seen before."""
-        fp = self.components.fp
+    def _interned(self, state: State) -> tuple:
+        """(components, their serial numbers, the state made of them). The states the search
+        expands are made of interned components already; any other state is interned first."""
+        comps = [state.controller, *state.brokers, state.ghost, state.budget]
+        serial = self.components.serial
         try:
-            return (fp[id(state.controller)], *[fp[id(b)] for b in state.brokers],
-                    fp[id(state.ghost)], fp[id(state.budget)])
+            return comps, [serial[id(x)] for x in comps], state
         except KeyError:
             comps = self.split(state)
-            return tuple(fp[id(x)] for x in comps)
+            return comps, [serial[id(x)] for x in comps], self.join(comps)
+
+    def fingerprints(self, state: State) -> tuple:
+        """The components' fingerprints (what the multi-process engine ships a state as)."""
+        fp = self.components.fp
+        return tuple(fp[id(x)] for x in self._interned(state)[0])
 
     def fingerprint(self, state: State) -> int:
         """The XOR of the components' position-mixed fingerprints (see the module docstring)."""
-        serial = self.components.serial
-        try:        # KeyError: a component not interned yet
-            return self.components.xor([serial[id(x)] for x in (state.controller, *state.brokers, state.ghost,
-                                                                 state.budget)])
-        except KeyError:
-            return self.fingerprint(self.join(self.split(state)))
+        return self.components.xor(self._interned(state)[1])
 
     def controller_fingerprint(self, controller) -> int:
         fp = self.components.fp.get(id(controller))
@@ -304,14 +305,7 @@ class FastSuccessors:
         """(action, successor, its fingerprint before symmetry), in candidate order.
 
         The cache hits are inlined here: this loop runs once per transition of the search."""
-        comps = [state.controller, *state.brokers, state.ghost, state.budget]
-        serial = self.components.serial
-        try:        # the states the search expands are made of interned components already
-            numbers = [serial[id(x)] for x in comps]
-        except KeyError:
-            comps = self.split(state)
-            state = self.join(comps)
-            numbers = [serial[id(x)] for x in comps]
+        comps, numbers, state = self._interned(state)
         base = self.components.xor(numbers)
         parts = (*numbers, *map(stalled, state.brokers))    # the keys' parts, see footprint()
         rf = self.rf
