@@ -91,7 +91,7 @@ class _Worker:
             if deadline is not None and done & 0xFF == 0 and time.monotonic() >= deadline:
                 cut = True
                 break
-            for index, (action, nxt, fp) in enumerate(model.expand(state)):
+            for index, action, nxt, fp, _ in model.transitions(state):
                 generated += 1
                 fired[type(action)] += 1
                 if not quiet(state, nxt):

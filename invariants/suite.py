@@ -113,9 +113,26 @@ class InvariantSuite:
         # The guard costs what it saves when nothing folds (every property reached).
         same = z3.simplify(z3.substitute(formula, *self._controller_unchanged()))
         if z3.eq(same, z3.simplify(formula)):
-            return compile_function("QuietStep", ["p", "s"], self.P.prelude + self.V.prelude, formula, self._sources)
-        return compile_guarded("QuietStep", ["p", "s"], self.P.prelude + self.V.prelude,
-                               "p.controller is s.controller", same, formula, self._sources)
+            fn = compile_function("QuietStep", ["p", "s"], self.P.prelude + self.V.prelude, formula, self._sources)
+            fn.leader_only = self._leader_only(same)
+            return fn
+        fn = compile_guarded("QuietStep", ["p", "s"], self.P.prelude + self.V.prelude,
+                             "p.controller is s.controller", same, formula, self._sources)
+        fn.leader_only = self._leader_only(same)
+        return fn
+
+    def _leader_only(self, same: z3.BoolRef) -> bool:
+        """Whether the quiet test of a step that keeps the controller reads, whichever broker
+        the controller names leader, only the controller, that broker and the ghosts before
+        and after. Z3 folds the formula for each leader in turn; then the test's value is
+        fixed by what the ghost's observation is keyed on, and the search caches it there."""
+        for leader in range(self.cfg.rf + 1):
+            folded = z3.simplify(z3.substitute(same, (self.V.c_leader, z3.IntVal(leader))))
+            allowed = {"s_c", "s_g", "p_c", "p_g", f"s_b{leader}"}
+            for name in _var_names(folded):
+                if not set(re.findall(r"\b([sp]_(?:c|g|b\d+))", self._sources[name])) <= allowed:
+                    return False
+        return True
 
     def _controller_unchanged(self) -> list:
         """(variable before, variable after) for every variable read from the controller alone."""

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-from operator import attrgetter, itemgetter
+from functools import reduce
+from operator import attrgetter, itemgetter, xor
 
 from kafkamc.spec import actions as A
 from kafkamc.spec import replication
@@ -136,10 +137,7 @@ class Components:
 
     def xor(self, numbers) -> int:
         """A state's fingerprint from its components' serial numbers, in position order."""
-        at, out = self.at, 0
-        for position, number in enumerate(numbers):
-            out ^= at[position][number]
-        return out
+        return reduce(xor, map(list.__getitem__, self.at, numbers))
 
     def delta(self, position: int, old, new) -> int:
         """What replacing one interned component by another does to a state's fingerprint."""
@@ -182,12 +180,12 @@ class FastSuccessors:
         """(components, their serial numbers, the state made of them). The states the search
         expands are made of interned components already; any other state is interned first."""
         comps = [state.controller, *state.brokers, state.ghost, state.budget]
-        serial = self.components.serial
+        number = self.components.serial.__getitem__
         try:
-            return comps, [serial[id(x)] for x in comps], state
+            return comps, list(map(number, map(id, comps))), state
         except KeyError:
             comps = self.split(state)
-            return comps, [serial[id(x)] for x in comps], self.join(comps)
+            return comps, list(map(number, map(id, comps))), self.join(comps)
 
     def fingerprints(self, state: State) -> tuple:
         """The components' fingerprints (what the multi-process engine ships a state as)."""
@@ -226,7 +224,7 @@ class FastSuccessors:
         return out
 
     def _outcomes(self, state: State, comps: list, cache: dict, key, action) -> tuple:
-        """What each successor changes: ((((index, component), ...), fingerprint XOR), ...).
+        """What each successor changes: ((((index, component), ...), fingerprint XOR, changed mask), ...).
         The key is the serial numbers of the components the action reads and, when gated, the ghost's;
         the components it writes are among them, so the XOR is fixed by the key."""
         out = cache.get(key)
@@ -285,26 +283,41 @@ class FastSuccessors:
         return [self._with_delta(comps, changes)]
 
     def _with_delta(self, comps: list, changes: list) -> tuple:
-        """(changes, XOR they make to the fingerprint of a state made of comps)."""
-        delta = 0
+        """(changes, XOR they make to the fingerprint of a state made of comps, bitmask of
+        the component indices they change)."""
+        delta = mask = 0
         for i, x in changes:
             delta ^= self.components.delta(i, comps[i], x)
-        return tuple(changes), delta
+            mask |= 1 << i
+        return tuple(changes), delta, mask
 
-    def _observe_miss(self, comps: list, key: tuple) -> tuple:
-        """(ghost, fingerprint XOR) after the ghost observes the true leader of these
-        components; computed on a miss of the observe cache, whose key expand() builds
-        (the controller, the broker it names leader, the ghost)."""
+    def _observe_miss(self, comps: list, key: tuple) -> list:
+        """[ghost, fingerprint XOR, quiet, the quiet test it is of] after the ghost observes the
+        true leader of these components; computed on a miss of the observe cache, whose key
+        transitions() builds (the controller, the broker it names leader, the ghost). The
+        last two are filled by transitions() (see there)."""
         G = self.rf + 1
         g = self.components.intern(self.observe(self.cfg, self.join(comps)).ghost, 2)
-        out = (g, self.components.delta(G, comps[G], g))
+        out = [g, self.components.delta(G, comps[G], g), None, None]
         _store(self.observe_cache, key, out)
         return out
 
-    def expand(self, state: State):
-        """(action, successor, its fingerprint before symmetry), in candidate order.
+    def transitions(self, state: State, is_new=None, quiet=None, fired=None):
+        """(index, action, successor, its fingerprint before symmetry, fresh), in candidate order.
 
-        The cache hits are inlined here: this loop runs once per transition of the search."""
+        Alone, it yields every transition (fresh None). Given the search's is_new(fp),
+        quiet(state, nxt) and a Counter `fired` (transitions per action type), it yields only
+        those the search must look at: a fresh new state (is_new already called, fresh True),
+        or a step quiet() does not pass (fresh False; is_new not called, so the search can stop
+        on it first). The search's per-transition work happens in this one loop, where the
+        cache hits are inlined: it runs once per transition.
+
+        Screening, the loop also skips work the search would repeat. The states it expands
+        are observed already, so a step that changes neither the controller, nor the broker
+        it names leader, nor the ghost leaves the ghost as it is. And when the quiet test
+        depends only on what the observation is keyed on (quiet.leader_only, which Z3 shows),
+        a step that keeps the controller and the ghost gets its value from the observe cache
+        entry, and builds its successor only when that is new."""
         comps, numbers, state = self._interned(state)
         base = self.components.xor(numbers)
         parts = (*numbers, *map(stalled, state.brokers))    # the keys' parts, see footprint()
@@ -312,28 +325,69 @@ class FastSuccessors:
         G = rf + 1
         observe_get = self.observe_cache.get
         verify = self.verify
+        screen = is_new is not None
+        touch = 1 | 1 << G | 1 << state.controller.leader     # changes that may change the observation
+        cached = screen and getattr(quiet, "leader_only", False)
+        kept = 1 | 1 << G           # a step that changes neither keeps the quiet test's cache entry
+        same = [state.ghost, 0, None, None]     # the observation of a step that touches nothing observed
+        index = -1
+        cand_caches, cand_key = self.cand_caches, self.cand_key
         for b in range(1, rf + 1):
-            for action, cache, getter, gated, gate in self._candidates(comps, parts, b):
+            candidates = cand_caches[b].get(cand_key[b](parts))
+            if candidates is None:
+                candidates = self._candidates(comps, parts, b)
+            for action, cache, getter, gated, gate in candidates:
                 key = gated(parts) if gate and comps[gate].purgatory else getter(parts)
                 outcomes = cache.get(key)
                 if outcomes is None or verify:
                     outcomes = self._outcomes(state, comps, cache, key, action)
-                for changes, delta in outcomes:
+                kind = type(action)
+                for changes, delta, mask in outcomes:
+                    index += 1
                     new = comps.copy()
                     for i, x in changes:
                         new[i] = x
-                    c = new[0]
-                    okey = (id(c), id(new[c.leader]) if c.leader else 0, id(new[G]))
-                    seen = observe_get(okey)
-                    if seen is None:
-                        seen = self._observe_miss(new, okey)
-                    nxt = new_tuple(State, (c, tuple(new[1:G]), seen[0], new[G + 1]))   # State(...) without its __new__
+                    if mask & touch or not screen:
+                        c = new[0]
+                        okey = (id(c), id(new[c.leader]) if c.leader else 0, id(new[G]))
+                        seen = observe_get(okey)
+                        if seen is None:
+                            seen = self._observe_miss(new, okey)
+                    else:
+                        seen = same
+                    fp = base ^ delta ^ seen[1]
+                    settled = False
+                    if screen:
+                        fired[kind] += 1
+                        settled = cached and not (mask & kept) and seen[3] is quiet and not verify
+                        if settled and seen[2]:
+                            if fp == base or not is_new(fp):    # fp == base: the state itself
+                                continue
+                    nxt = new_tuple(State, (new[0], tuple(new[1:G]), seen[0], new[G + 1]))   # State(...) without its __new__
                     if verify:
-                        self._check_observed(state, action, nxt, base ^ delta ^ seen[1])
-                    yield action, nxt, base ^ delta ^ seen[1]
+                        self._check_observed(state, action, nxt, fp)
+                    if not screen:
+                        yield index, action, nxt, fp, None
+                    elif settled and seen[2]:
+                        yield index, action, nxt, fp, True
+                    else:
+                        q = quiet(state, nxt)
+                        if cached and not (mask & kept):
+                            if verify and seen[3] is quiet and seen[2] != q:
+                                raise AssertionError(f"the quiet test cached for {action} differs: it reads more than leader_only says")
+                            seen[2], seen[3] = q, quiet
+                        if not q:
+                            yield index, action, nxt, fp, False
+                        elif is_new(fp):
+                            yield index, action, nxt, fp, True
+
+    def expand(self, state: State):
+        """(action, successor, its fingerprint before symmetry), in candidate order."""
+        for _, action, nxt, fp, _ in self.transitions(state):
+            yield action, nxt, fp
 
     def successors(self, state: State):
-        for action, nxt, _ in self.expand(state):
+        for _, action, nxt, _, _ in self.transitions(state):
             yield action, nxt
 
     def _check_observed(self, state: State, action, nxt: State, fp: int) -> None:

@@ -138,6 +138,22 @@ def encode(state: State) -> bytes:
     return marshal.dumps(state.key(), 2)
 
 
+def screened(expanded, state: State, is_new=None, quiet=None, fired=None):
+    """What transitions() yields, made from any (action, successor, fingerprint) sequence
+    (fired: a dict, action type -> transitions):
+    (index, action, successor, fingerprint, fresh), all of them (fresh None) without is_new,
+    else only a fresh new state (fresh True) or a step quiet() does not pass (fresh False)."""
+    for index, (action, nxt, fp) in enumerate(expanded):
+        if is_new is None:
+            yield index, action, nxt, fp, None
+            continue
+        fired[type(action)] = fired.get(type(action), 0) + 1
+        if not quiet(state, nxt):
+            yield index, action, nxt, fp, False
+        elif is_new(fp):
+            yield index, action, nxt, fp, True
+
+
 class Model:
     """Kafka partition replication as a transition system.
 
@@ -168,6 +184,12 @@ class Model:
             return self.fast.expand(state)
         return self._expand_reduced(state)
 
+    def transitions(self, state: State, is_new=None, quiet=None, fired=None):
+        """expand() as the search consumes it; see FastSuccessors.transitions."""
+        if not self.config.symmetry or (state.controller.replicas == self.in_order and not self.fast.verify):
+            return self.fast.transitions(state, is_new, quiet, fired)
+        return screened(self._expand_reduced(state), state, is_new, quiet, fired)
+
     def _expand_reduced(self, state: State):
         in_order, fingerprint = self.in_order, self.fast.fingerprint
         for action, nxt, fp in self.fast.expand(state):
@@ -193,5 +215,8 @@ class Model:
     def fingerprint(self, state: State) -> int:
         return self.fast.fingerprint(self.canonical(state))
 
+    def action_types(self) -> tuple:
+        return A.ACTION_TYPES
+
     def action_names(self) -> list[str]:
-        return [t.__name__ for t in A.ACTION_TYPES]
+        return [t.__name__ for t in self.action_types()]

@@ -130,11 +130,47 @@ CACHED = [
 
 @pytest.mark.parametrize("kw", CACHED)
 def test_cached_successors_are_the_step_functions(kw):
-    """verify=True recomputes every cached step and observation and raises on a difference."""
+    """verify=True recomputes every cached step, observation and quiet test (the search's
+    screening caches it with the observation) and raises on a difference."""
     from kafkamc.checker.explorer import Limits
     cfg = Config(**kw, symmetry=False)
-    fast = explore(Model(cfg, verify=True), limits=Limits(max_states=6000))
+    fast = explore(Model(cfg, verify=True), InvariantSuite(cfg), limits=Limits(max_states=6000))
     assert fast.distinct_states > 100
+
+
+class _Unscreened:
+    """The model without transitions(): the search screens its expand() generically."""
+
+    def __init__(self, model):
+        self.model = model
+        self.initial_states, self.successors = model.initial_states, model.successors
+        self.expand, self.fingerprint = model.expand, model.fingerprint
+
+
+@pytest.mark.parametrize("kw", [dict(rf=3, minisr=2, max_records=1), dict(rf=2, minisr=1, unclean=True, max_fences=1)])
+def test_screened_search_counts_what_the_generic_loop_counts(kw):
+    """The fused loop (skipped observations, quiet tests from the cache, successors built
+    only when new) against the explorer's generic loop over every transition."""
+    cfg = Config(**kw)
+    fast = explore(Model(cfg), InvariantSuite(cfg))
+    plain = explore(_Unscreened(Model(cfg)), InvariantSuite(cfg))
+    assert fast.verdict == plain.verdict
+    assert (fast.distinct_states, fast.states_generated, fast.depth) == \
+        (plain.distinct_states, plain.states_generated, plain.depth)
+    assert fast.coverage == plain.coverage and set(fast.reached) == set(plain.reached)
+
+
+def test_quiet_test_reads_only_the_leader_when_the_controller_stays():
+    """Z3 shows (for each leader) which brokers the quiet test reads; the cache relies on it."""
+    import z3
+    cfg = Config(rf=3, minisr=2)
+    suite = InvariantSuite(cfg)
+    assert suite.quiet_step([name for name, _ in suite.reach_functions()]).leader_only
+    assert suite.quiet_step([]).leader_only
+    V, P = suite.V, suite.P
+    assert suite._leader_only(z3.Implies(V.c_leader == 2, V.hw[2] >= P.hw_seen))
+    assert not suite._leader_only(V.hw[2] >= P.hw_seen)          # broker 2, whoever leads
+    assert not suite._leader_only(z3.Implies(V.c_leader == 1, P.hw[1] <= V.hw[1]))   # the broker before
 
 
 def test_successors_match_step_in_order():
