@@ -126,21 +126,27 @@ class InvariantSuite:
         the controller names leader, only the controller, that broker and the ghosts before
         and after. Z3 folds the formula for each leader in turn; then the test's value is
         fixed by what the ghost's observation is keyed on, and the search caches it there."""
+        s, p = self.V.state_name, self.P.state_name
         for leader in range(self.cfg.rf + 1):
             folded = z3.simplify(z3.substitute(same, (self.V.c_leader, z3.IntVal(leader))))
-            allowed = {"s_c", "s_g", "p_c", "p_g", f"s_b{leader}"}
-            for name in _var_names(folded):
-                if not set(re.findall(r"\b([sp]_(?:c|g|b\d+))", self._sources[name])) <= allowed:
-                    return False
+            allowed = {f"{s}_c", f"{s}_g", f"{p}_c", f"{p}_g", f"{s}_b{leader}"}
+            if not all(self._components(self._sources[name]) <= allowed for name in _var_names(folded)):
+                return False
         return True
 
     def _controller_unchanged(self) -> list:
         """(variable before, variable after) for every variable read from the controller alone."""
         pairs, before = [], self.P.state_name
         for name, var in self.P.vars.items():
-            if set(re.findall(rf"\b{before}_\w+", var.source)) == {f"{before}_c"}:
+            if self._components(var.source) == {f"{before}_c"}:
                 pairs.append((var.const, self.V.vars[name[len(self.P.prefix):]].const))
         return pairs
+
+    def _components(self, source: str) -> set:
+        """The state components a variable's source reads, by the views' locals for them:
+        s_c (controller), s_g (ghost), s_b2 (broker 2); p_c ... for the state before."""
+        names = f"{self.V.state_name}|{self.P.state_name}"
+        return set(re.findall(rf"\b((?:{names})_(?:c|g|b\d+))", source))
 
     def reach_expected(self) -> list[str]:
         return [r.name for r, _ in self.reach if r.expected(self.cfg)]

@@ -306,7 +306,8 @@ class FastSuccessors:
         """(index, action, successor, its fingerprint before symmetry, fresh), in candidate order.
 
         Alone, it yields every transition (fresh None). Given the search's is_new(fp),
-        quiet(state, nxt) and a Counter `fired` (transitions per action type), it yields only
+        quiet(state, nxt) and `fired`, a dict holding every action type (it counts the
+        transitions per type), it yields only
         those the search must look at: a fresh new state (is_new already called, fresh True),
         or a step quiet() does not pass (fresh False; is_new not called, so the search can stop
         on it first). The search's per-transition work happens in this one loop, where the
@@ -356,10 +357,11 @@ class FastSuccessors:
                     else:
                         seen = same
                     fp = base ^ delta ^ seen[1]
-                    settled = False
+                    keeps = settled = False
                     if screen:
                         fired[kind] += 1
-                        settled = cached and not (mask & kept) and seen[3] is quiet and not verify
+                        keeps = cached and not (mask & kept)    # seen may hold this step's quiet test
+                        settled = keeps and seen[3] is quiet and not verify
                         if settled and seen[2]:
                             if fp == base or not is_new(fp):    # fp == base: the state itself
                                 continue
@@ -372,7 +374,7 @@ class FastSuccessors:
                         yield index, action, nxt, fp, True
                     else:
                         q = quiet(state, nxt)
-                        if cached and not (mask & kept):
+                        if keeps:
                             if verify and seen[3] is quiet and seen[2] != q:
                                 raise AssertionError(f"the quiet test cached for {action} differs: it reads more than leader_only says")
                             seen[2], seen[3] = q, quiet

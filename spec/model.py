@@ -177,18 +177,22 @@ class Model:
 
     def expand(self, state: State) -> Iterator[tuple[object, State, int]]:
         """(action, successor, fingerprint): successors with the fingerprint the engine needs."""
-        # No step changes the assignment, so the successors of a state in assignment order
-        # 1..rf are their own canonical forms: the reduced search (which starts from that
-        # order) needs no canonicalisation at all. Verify mode checks the premise.
-        if not self.config.symmetry or (state.controller.replicas == self.in_order and not self.fast.verify):
+        if self._canonical_successors(state):
             return self.fast.expand(state)
         return self._expand_reduced(state)
 
     def transitions(self, state: State, is_new=None, quiet=None, fired=None):
         """expand() as the search consumes it; see FastSuccessors.transitions."""
-        if not self.config.symmetry or (state.controller.replicas == self.in_order and not self.fast.verify):
+        if self._canonical_successors(state):
             return self.fast.transitions(state, is_new, quiet, fired)
         return screened(self._expand_reduced(state), state, is_new, quiet, fired)
+
+    def _canonical_successors(self, state: State) -> bool:
+        """Whether the successors' own fingerprints are canonical. No step changes the
+        assignment, so the successors of a state in assignment order 1..rf are their own
+        canonical forms: the reduced search (which starts from that order) needs no
+        canonicalisation at all. Verify mode checks the premise."""
+        return not self.config.symmetry or (state.controller.replicas == self.in_order and not self.fast.verify)
 
     def _expand_reduced(self, state: State):
         in_order, fingerprint = self.in_order, self.fast.fingerprint
