@@ -29,8 +29,14 @@ def to_python(expr: z3.ExprRef, sources: dict[str, str], shared: dict = None) ->
 
     With `shared` ({}), every compound subformula that occurs more than once is computed
     once into a local: shared is filled with local -> source, in an order that can be run."""
+    return parts_to_python([expr], sources, shared)[0]
+
+
+def parts_to_python(parts: list, sources: dict[str, str], shared: dict = None) -> list[str]:
+    """to_python of each part, in one walk: with `shared`, a subformula that two parts use
+    (or one part, twice) becomes one local."""
     cache: dict[int, str] = {}
-    repeated = _repeated(expr) if shared is not None else set()
+    repeated = _repeated(z3.And(parts)) if shared is not None and parts else set()
 
     def go(e: z3.ExprRef) -> str:
         key = e.get_id()
@@ -44,7 +50,7 @@ def to_python(expr: z3.ExprRef, sources: dict[str, str], shared: dict = None) ->
         cache[key] = out
         return out
 
-    return go(expr)
+    return [go(part) for part in parts]
 
 
 def _repeated(expr: z3.ExprRef) -> set:
@@ -106,21 +112,38 @@ def compile_function(name: str, params: list[str], prelude: list[str], expr: z3.
     """Build `def name(params): prelude; return <expr>` and return the function.
 
     With hoist, each variable the formula reads, and each subformula it uses in more than
-    one place, is computed once into a local first: worth it for a large conjunction that
-    must be evaluated whole (every state passes it) and reads the same variables in many
-    places; a small formula is better left lazy. Nothing here can raise, so computing a
-    subformula that short-circuiting would have skipped changes no result."""
-    reads = sources
-    locals_: dict[str, str] = {}
-    shared: dict = {} if hoist else None
+    one place, is computed once into a local first (see Conjunction)."""
     if hoist:
-        reads = _Hoisted(sources, locals_)
-    code = to_python(expr, reads, shared)
-    hoisted = [f"{local} = {sources[var]}" for var, local in locals_.items()]
-    hoisted += [f"{local} = {source}" for local, source in (shared or {}).items()]
-    lines = _needed(prelude, code + " ".join(hoisted)) + hoisted
-    body = "\n    ".join(lines) or "pass"
+        return Conjunction(params, prelude, [expr], sources).function(name, [0])
+    code = to_python(expr, sources)
+    body = "\n    ".join(_needed(prelude, code)) or "pass"
     return _define(name, f"def {name}({', '.join(params)}):\n    {body}\n    return {code}\n")
+
+
+class Conjunction:
+    """Parts of a conjunction turned into Python once, from which a function testing any
+    subset of them is assembled as text: walking the Z3 formulas costs tens of milliseconds,
+    joining and compiling the text about one.
+
+    Each variable the parts read, and each subformula used in more than one place, is
+    computed once into a local first: worth it for a large conjunction that must be
+    evaluated whole (every state passes it) and reads the same variables in many places; a
+    small formula is better left lazy. Nothing here can raise, so computing a subformula
+    that short-circuiting would have skipped changes no result."""
+
+    def __init__(self, params: list[str], prelude: list[str], parts: list, sources: dict[str, str]):
+        locals_: dict[str, str] = {}
+        shared: dict = {}
+        self.params = params
+        self.codes = parts_to_python(parts, _Hoisted(sources, locals_), shared)
+        self.lines = (list(prelude) + [f"{local} = {sources[var]}" for var, local in locals_.items()]
+                      + [f"{local} = {source}" for local, source in shared.items()])
+
+    def function(self, name: str, chosen: list[int]):
+        """`def name(params)` returning the conjunction of the chosen parts (by index)."""
+        code = "(" + " and ".join(self.codes[i] for i in chosen) + ")" if chosen else "True"
+        body = "\n    ".join(_needed(self.lines, code)) or "pass"
+        return _define(name, f"def {name}({', '.join(self.params)}):\n    {body}\n    return {code}\n")
 
 
 def compile_guarded(name: str, params: list[str], prelude: list[str], guard: str, when: z3.ExprRef,

@@ -8,7 +8,7 @@ from typing import Optional
 import z3
 
 from kafkamc.invariants.catalog import INVARIANTS, Invariant, by_name
-from kafkamc.invariants.compile import compile_function, compile_guarded
+from kafkamc.invariants.compile import Conjunction, compile_function, compile_guarded
 from kafkamc.invariants.reach import catalog as reach_catalog
 from kafkamc.invariants.view import View
 from kafkamc.spec.config import Config
@@ -71,9 +71,13 @@ class InvariantSuite:
         # Every state (and every step) invariant as one function: most states pass them all,
         # and one call with one prelude costs less than one per invariant.
         self._sources = sources
-        self._all_states = self._conjunction("AllStateInvariants", ["s"], self.V.prelude, self.state_invs)
-        self._all_steps = self._conjunction("AllStepInvariants", ["p", "s"], self.P.prelude + self.V.prelude,
-                                            self.action_invs)
+        parts = [part for c in self.state_invs for _, part in c.parts]
+        self._state_parts = Conjunction(["s"], self.V.prelude, parts, sources)
+        self._part_reads = [self._reads(part) for part in parts]
+        self._state_tests: dict = {}     # changed components -> compiled test, see state_test
+        self._all_states = self.state_test(-1)
+        self._all_steps = compile_function("AllStepInvariants", ["p", "s"], self.P.prelude + self.V.prelude,
+                                           z3.And([c.formula for c in self.action_invs]), sources, hoist=True)
         self._values = _values_fn(self.V)
         self._prev_values = _values_fn(self.P)
 
@@ -81,15 +85,34 @@ class InvariantSuite:
     def names(self) -> list[str]:
         return [c.inv.name for c in self.state_invs + self.action_invs]
 
-    def _conjunction(self, name: str, params: list, prelude: list, compiled: list):
-        return compile_function(name, params, prelude, z3.And([c.formula for c in compiled]), self._sources,
-                                hoist=True)
-
     # The hot path: one call per explored state (and per transition for action properties).
     def check_state(self, state) -> Optional[str]:
         if self._all_states(state):
             return None
         return next(c.inv.name for c in self.state_invs if not c.fn(state))
+
+    def state_test(self, changed: int):
+        """fn(state), true when every state invariant holds, for a state whose parent passed
+        them all and that differs from it only in the `changed` components (a bitmask: bit 0
+        the controller, bit b broker b, bit rf+1 the ghost; -1 all). A part that reads none
+        of them has the parent's value, true, so only the others are compiled in: a step
+        that changes one follower leaves most of the parts alone."""
+        fn = self._state_tests.get(changed)
+        if fn is None:
+            chosen = [i for i, reads in enumerate(self._part_reads) if reads & changed]
+            name = "AllStateInvariants" if changed == -1 else f"StateInvariantsChanged{changed:x}"
+            fn = self._state_tests[changed] = self._state_parts.function(name, chosen)
+        return fn
+
+    def _reads(self, formula: z3.BoolRef) -> int:
+        """The components a formula of the state view reads, as state_test's bitmask."""
+        bits = {f"{self.V.state_name}_c": 1, f"{self.V.state_name}_g": 1 << (self.cfg.rf + 1)}
+        bits.update({f"{self.V.state_name}_b{b}": 1 << b for b in self.cfg.brokers})
+        out = 0
+        for name in _var_names(formula):
+            for component in self._components(self._sources[name]):
+                out |= bits[component]
+        return out
 
     def check_step(self, prev, state) -> Optional[str]:
         if self._all_steps(prev, state):

@@ -23,6 +23,7 @@ import hashlib
 import marshal
 from functools import reduce
 from operator import attrgetter, itemgetter, xor
+from typing import NamedTuple
 
 from kafkamc.spec import actions as A
 from kafkamc.spec import replication
@@ -33,6 +34,17 @@ MASK64 = (1 << 64) - 1
 new_tuple = tuple.__new__
 stalled = attrgetter("stalled")
 CACHE_LIMIT = 1 << 22       # entries per cache before it is dropped and refilled
+
+
+class Fresh(NamedTuple):
+    """What transitions() yields with a new state: what the search needs to check it and
+    expand it without recomputing what the loop already knew."""
+    changed: int        # bitmask of the components it may differ from its parent in (bit 0 the
+                        # controller, b broker b, rf+1 the ghost, rf+2 the budget); -1: unknown
+    known: object       # opaque: handed back to transitions() when the state is expanded
+
+
+UNKNOWN = Fresh(-1, None)
 
 
 def as_tuple(obj) -> tuple:
@@ -302,16 +314,17 @@ class FastSuccessors:
         _store(self.observe_cache, key, out)
         return out
 
-    def transitions(self, state: State, is_new=None, quiet=None, fired=None):
+    def transitions(self, state: State, is_new=None, quiet=None, fired=None, known=None):
         """(index, action, successor, its fingerprint before symmetry, fresh), in candidate order.
 
         Alone, it yields every transition (fresh None). Given the search's is_new(fp),
         quiet(state, nxt) and `fired`, a dict holding every action type (it counts the
-        transitions per type), it yields only
-        those the search must look at: a fresh new state (is_new already called, fresh True),
-        or a step quiet() does not pass (fresh False; is_new not called, so the search can stop
-        on it first). The search's per-transition work happens in this one loop, where the
-        cache hits are inlined: it runs once per transition.
+        transitions per type), it yields only those the search must look at: a new state
+        (is_new already called; fresh is a Fresh), or a step quiet() does not pass (fresh
+        False; is_new not called, so the search can stop on it first). The search's
+        per-transition work happens in this one loop, where the cache hits are inlined: it
+        runs once per transition. `known` is the Fresh.known this loop yielded with `state`:
+        its fingerprint and keys' parts, which are then not computed again.
 
         Screening, the loop also skips work the search would repeat. The states it expands
         are observed already, so a step that changes neither the controller, nor the broker
@@ -319,17 +332,24 @@ class FastSuccessors:
         depends only on what the observation is keyed on (quiet.leader_only, which Z3 shows),
         a step that keeps the controller and the ghost gets its value from the observe cache
         entry, and builds its successor only when that is new."""
-        comps, numbers, state = self._interned(state)
-        base = self.components.xor(numbers)
-        parts = (*numbers, *map(stalled, state.brokers))    # the keys' parts, see footprint()
         rf = self.rf
         G = rf + 1
+        if known is None or self.verify:
+            comps, numbers, state = self._interned(state)
+            base = self.components.xor(numbers)
+            parts = (*numbers, *map(stalled, state.brokers))    # the keys' parts, see footprint()
+            if known is not None and known != (base, parts):
+                raise AssertionError("the fingerprint or keys carried from the parent are wrong")
+        else:
+            comps = [state.controller, *state.brokers, state.ghost, state.budget]
+            base, parts = known
         observe_get = self.observe_cache.get
         verify = self.verify
         screen = is_new is not None
         touch = 1 | 1 << G | 1 << state.controller.leader     # changes that may change the observation
         cached = screen and getattr(quiet, "leader_only", False)
         kept = 1 | 1 << G           # a step that changes neither keeps the quiet test's cache entry
+        ghost = 1 << G
         same = [state.ghost, 0, None, None]     # the observation of a step that touches nothing observed
         index = -1
         cand_caches, cand_key = self.cand_caches, self.cand_key
@@ -370,9 +390,8 @@ class FastSuccessors:
                         self._check_observed(state, action, nxt, fp)
                     if not screen:
                         yield index, action, nxt, fp, None
-                    elif settled and seen[2]:
-                        yield index, action, nxt, fp, True
-                    else:
+                        continue
+                    if not (settled and seen[2]):
                         q = quiet(state, nxt)
                         if keeps:
                             if verify and seen[3] is quiet and seen[2] != q:
@@ -380,8 +399,23 @@ class FastSuccessors:
                             seen[2], seen[3] = q, quiet
                         if not q:
                             yield index, action, nxt, fp, False
-                        elif is_new(fp):
-                            yield index, action, nxt, fp, True
+                            continue
+                        if not is_new(fp):
+                            continue
+                    yield index, action, nxt, fp, Fresh(mask | ghost if seen[0] is not comps[G] else mask,
+                                                        (fp, self._child_parts(parts, changes, seen[0])))
+
+    def _child_parts(self, parts: tuple, changes: tuple, ghost) -> tuple:
+        """The keys' parts of a successor, from its parent's and what the step changed."""
+        number = self.components.serial.__getitem__
+        G = self.rf + 1
+        out = list(parts)
+        for i, x in changes:
+            out[i] = number(id(x))
+            if i < G and i:
+                out[G + 1 + i] = x.stalled      # parts hold broker b's stalled flag at rf + 2 + b
+        out[G] = number(id(ghost))
+        return tuple(out)
 
     def expand(self, state: State):
         """(action, successor, its fingerprint before symmetry), in candidate order."""

@@ -8,7 +8,7 @@ from typing import Iterator
 from kafkamc.spec import actions as A
 from kafkamc.spec import isr, lifecycle, replication, symmetry
 from kafkamc.spec.config import Config
-from kafkamc.spec.memo import FastSuccessors
+from kafkamc.spec.memo import UNKNOWN, FastSuccessors, Fresh  # noqa: F401 (Fresh: part of the contract)
 from kafkamc.spec.state import NO_LEADER, Broker, Budget, Controller, State, bit, initial_state, members, replace
 
 
@@ -142,7 +142,8 @@ def screened(expanded, state: State, is_new=None, quiet=None, fired=None):
     """What transitions() yields, made from any (action, successor, fingerprint) sequence
     (fired: a dict, action type -> transitions):
     (index, action, successor, fingerprint, fresh), all of them (fresh None) without is_new,
-    else only a fresh new state (fresh True) or a step quiet() does not pass (fresh False)."""
+    else only a new state (fresh UNKNOWN: nothing known about it) or a step quiet() does not
+    pass (fresh False)."""
     for index, (action, nxt, fp) in enumerate(expanded):
         if is_new is None:
             yield index, action, nxt, fp, None
@@ -151,7 +152,7 @@ def screened(expanded, state: State, is_new=None, quiet=None, fired=None):
         if not quiet(state, nxt):
             yield index, action, nxt, fp, False
         elif is_new(fp):
-            yield index, action, nxt, fp, True
+            yield index, action, nxt, fp, UNKNOWN
 
 
 class Model:
@@ -181,10 +182,10 @@ class Model:
             return self.fast.expand(state)
         return self._expand_reduced(state)
 
-    def transitions(self, state: State, is_new=None, quiet=None, fired=None):
+    def transitions(self, state: State, is_new=None, quiet=None, fired=None, known=None):
         """expand() as the search consumes it; see FastSuccessors.transitions."""
         if self._canonical_successors(state):
-            return self.fast.transitions(state, is_new, quiet, fired)
+            return self.fast.transitions(state, is_new, quiet, fired, known)
         return screened(self._expand_reduced(state), state, is_new, quiet, fired)
 
     def _canonical_successors(self, state: State) -> bool:

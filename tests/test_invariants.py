@@ -564,6 +564,27 @@ def test_well_formed_record_from_a_future_epoch():
                      {"leo[3]": 2, "logep[3][1]": 3, "c_epoch": 1})
 
 
+def test_state_test_reads_only_the_changed_components():
+    """The search tests a new state only on the parts that read what its step changed
+    (its parent passed them all): broker 3's broken HW is seen by the test of a step that
+    changed broker 3 (or of unknown changes, -1), not by that of a step that changed only
+    broker 1, the controller or the ghost; a rewritten ghost is seen by the ghost's test."""
+    cfg = Config(rf=3, minisr=2, max_records=2, max_unclean_crashes=1)
+    good = run(cfg, A.Produce(1, 1), A.Fetch(2, 1), A.Fetch(3, 1), A.Fetch(2, 1), A.Fetch(3, 1),
+               A.BrokerCrash(3, keep=0))
+    bad = good.with_broker(3, replace(good.broker(3), hw=1))
+    s = suite(cfg)
+    ghost = 1 << (cfg.rf + 1)
+    assert all(s.state_test(changed)(good) for changed in (-1, 1, 2, 4, 8, ghost))
+    assert [s.state_test(changed)(bad) for changed in (-1, 8, 8 | 2, 2, 1, ghost)] == \
+        [False, False, False, True, True, True]
+    assert s.check_state(bad) == "WellFormed"
+    assert s.state_test(0)(bad) and s.state_test(-1) is s._all_states
+    # A ghost that says another record was committed: every part comparing a log with it fails.
+    rewritten = replace(good, ghost=replace(good.ghost, committed=(2,)))
+    assert not s.state_test(ghost)(rewritten) and s.state_test(1 << (cfg.rf + 2))(rewritten)
+
+
 def test_consumers_saw_uncommitted_hw():
     """A corrupted ghost: consumers are recorded as having read HW 2 while only one record
     was committed and the leader's HW is 1. WellFormed no longer has a part for this (the
