@@ -216,22 +216,35 @@ class FastSuccessors:
 
     def _prepared(self, action):
         """(action, its own step cache, the key getter, the key getter while the gate broker
-        has requests waiting (it adds the ghost), gate). A cache per action keeps the keys
-        flat tuples of small ints: hashing and comparing them is a large part of every step."""
+        has requests waiting (it adds the ghost), gate, the components it reads). A cache per
+        action keeps the keys flat tuples of small ints: hashing and comparing them is a
+        large part of every step."""
         entry = self.actions.get(action)
         if entry is None:
             reads, gate = footprint(self.cfg, action)
             gated = itemgetter(*reads, self.rf + 1) if gate else None
-            entry = self.actions[action] = (action, {}, itemgetter(*reads), gated, gate)
+            entry = self.actions[action] = (action, {}, itemgetter(*reads), gated, gate, frozenset(reads))
         return entry
 
-    def _candidates(self, comps: list, parts: tuple, b: int) -> tuple:
+    def _candidates(self, state: State, comps: list, parts: tuple, b: int) -> tuple:
+        """Broker b's candidates, each as (action, its type, its outcomes or None, then as
+        _prepared). Keyed on what the candidates are computed from (broker b, the controller,
+        the budget): when a step reads nothing else its outcomes are fixed by that key too,
+        and are kept here, which spares the search one cache lookup per transition."""
         cache = self.cand_caches[b]
         key = self.cand_key[b](parts)
         out = cache.get(key)
         if out is None:
             c, br, u = comps[0], comps[b], comps[self.rf + 2]
-            out = tuple(self._prepared(a) for a in self.candidates_of(self.cfg, c, br, u, b))
+            local = {0, b, self.rf + 2}
+            out = []
+            for a in self.candidates_of(self.cfg, c, br, u, b):
+                action, step_cache, getter, gated, gate, reads = self._prepared(a)
+                fixed = None
+                if reads <= local and not (gate and comps[gate].purgatory) and not self.verify:
+                    fixed = self._outcomes(state, comps, step_cache, getter(parts), action)
+                out.append((action, type(action), fixed, step_cache, getter, gated, gate))
+            out = tuple(out)
             _store(cache, key, out)
         return out
 
@@ -296,21 +309,27 @@ class FastSuccessors:
 
     def _with_delta(self, comps: list, changes: list) -> tuple:
         """(changes, XOR they make to the fingerprint of a state made of comps, bitmask of
-        the component indices they change)."""
+        the component indices they change, what they change in the keys' parts: ((index,
+        value), ...), see transitions())."""
         delta = mask = 0
+        patch = []
+        G, number = self.rf + 1, self.components.serial.__getitem__
         for i, x in changes:
             delta ^= self.components.delta(i, comps[i], x)
             mask |= 1 << i
-        return tuple(changes), delta, mask
+            patch.append((i, number(id(x))))
+            if 0 < i < G:
+                patch.append((G + 1 + i, x.stalled))    # parts hold broker b's stalled flag at rf + 2 + b
+        return tuple(changes), delta, mask, tuple(patch)
 
     def _observe_miss(self, comps: list, key: tuple) -> list:
-        """[ghost, fingerprint XOR, quiet, the quiet test it is of] after the ghost observes the
-        true leader of these components; computed on a miss of the observe cache, whose key
-        transitions() builds (the controller, the broker it names leader, the ghost). The
-        last two are filled by transitions() (see there)."""
+        """[ghost, fingerprint XOR, quiet, the quiet test it is of, the ghost's serial number]
+        after the ghost observes the true leader of these components; computed on a miss of
+        the observe cache, whose key transitions() builds (the controller, the broker it
+        names leader, the ghost). The quiet value and test are filled by transitions()."""
         G = self.rf + 1
         g = self.components.intern(self.observe(self.cfg, self.join(comps)).ghost, 2)
-        out = [g, self.components.delta(G, comps[G], g), None, None]
+        out = [g, self.components.delta(G, comps[G], g), None, None, self.components.serial[id(g)]]
         _store(self.observe_cache, key, out)
         return out
 
@@ -337,7 +356,7 @@ class FastSuccessors:
         if known is None or self.verify:
             comps, numbers, state = self._interned(state)
             base = self.components.xor(numbers)
-            parts = (*numbers, *map(stalled, state.brokers))    # the keys' parts, see footprint()
+            parts = [*numbers, *map(stalled, state.brokers)]    # the keys' parts, see footprint()
             if known is not None and known != (base, parts):
                 raise AssertionError("the fingerprint or keys carried from the parent are wrong")
         else:
@@ -346,24 +365,27 @@ class FastSuccessors:
         observe_get = self.observe_cache.get
         verify = self.verify
         screen = is_new is not None
-        touch = 1 | 1 << G | 1 << state.controller.leader     # changes that may change the observation
+        c = state.controller
+        touch = 1 | 1 << G | 1 << c.leader     # changes that may change the observation
         cached = screen and getattr(quiet, "leader_only", False)
         kept = 1 | 1 << G           # a step that changes neither keeps the quiet test's cache entry
         ghost = 1 << G
-        same = [state.ghost, 0, None, None]     # the observation of a step that touches nothing observed
+        # A step that touches nothing observed is observed as the state itself is: its entry.
+        okey = (id(c), id(comps[c.leader]) if c.leader else 0, id(comps[G]))
+        same = observe_get(okey) or self._observe_miss(comps, okey)
         index = -1
         cand_caches, cand_key = self.cand_caches, self.cand_key
         for b in range(1, rf + 1):
             candidates = cand_caches[b].get(cand_key[b](parts))
             if candidates is None:
-                candidates = self._candidates(comps, parts, b)
-            for action, cache, getter, gated, gate in candidates:
-                key = gated(parts) if gate and comps[gate].purgatory else getter(parts)
-                outcomes = cache.get(key)
-                if outcomes is None or verify:
-                    outcomes = self._outcomes(state, comps, cache, key, action)
-                kind = type(action)
-                for changes, delta, mask in outcomes:
+                candidates = self._candidates(state, comps, parts, b)
+            for action, kind, outcomes, cache, getter, gated, gate in candidates:
+                if outcomes is None:
+                    key = gated(parts) if gate and comps[gate].purgatory else getter(parts)
+                    outcomes = cache.get(key)
+                    if outcomes is None or verify:
+                        outcomes = self._outcomes(state, comps, cache, key, action)
+                for changes, delta, mask, patch in outcomes:
                     index += 1
                     new = comps.copy()
                     for i, x in changes:
@@ -402,20 +424,12 @@ class FastSuccessors:
                             continue
                         if not is_new(fp):
                             continue
-                    yield index, action, nxt, fp, Fresh(mask | ghost if seen[0] is not comps[G] else mask,
-                                                        (fp, self._child_parts(parts, changes, seen[0])))
-
-    def _child_parts(self, parts: tuple, changes: tuple, ghost) -> tuple:
-        """The keys' parts of a successor, from its parent's and what the step changed."""
-        number = self.components.serial.__getitem__
-        G = self.rf + 1
-        out = list(parts)
-        for i, x in changes:
-            out[i] = number(id(x))
-            if i < G and i:
-                out[G + 1 + i] = x.stalled      # parts hold broker b's stalled flag at rf + 2 + b
-        out[G] = number(id(ghost))
-        return tuple(out)
+                    child = parts.copy()        # the successor's keys' parts
+                    for i, x in patch:
+                        child[i] = x
+                    child[G] = seen[4]
+                    yield index, action, nxt, fp, new_tuple(Fresh, (mask | ghost if seen[0] is not comps[G] else mask,
+                                                                    (fp, child)))
 
     def expand(self, state: State):
         """(action, successor, its fingerprint before symmetry), in candidate order."""

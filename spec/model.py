@@ -8,7 +8,7 @@ from typing import Iterator
 from kafkamc.spec import actions as A
 from kafkamc.spec import isr, lifecycle, replication, symmetry
 from kafkamc.spec.config import Config
-from kafkamc.spec.memo import UNKNOWN, FastSuccessors, Fresh  # noqa: F401 (Fresh: part of the contract)
+from kafkamc.spec.memo import UNKNOWN, FastSuccessors
 from kafkamc.spec.state import NO_LEADER, Broker, Budget, Controller, State, bit, initial_state, members, replace
 
 
