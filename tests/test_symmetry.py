@@ -246,3 +246,28 @@ def test_fingerprints_tell_positions_apart_and_follow_each_step():
             assert fp == model.fingerprint(nxt) == model.fast.fingerprint(nxt)
             frontier.append(nxt)
             seen += 1
+
+
+# ---------------------------------------------------------------- state records
+
+def test_replace_means_dataclasses_replace_for_every_record():
+    """spec.state.replace builds slotted records through their slots' setters, not __init__:
+    the copy must equal, and hash as, what dataclasses.replace gives, and leave the original."""
+    import dataclasses
+
+    from kafkamc.spec.state import AlterPartitionResponse, Broker, Budget, Controller, Ghost
+    from kafkamc.spec.state import replace as fast_replace
+    alter = AlterPartitionResponse(epoch=2, ok=True, isr=3, pepoch=4)
+    records = [(Broker(hw=1, log=((1, 1),)), dict(hw=0, alter=alter, stalled=True)),
+               (Controller(1, 1, 1, 7, 7, (1, 1, 1)), dict(leader=2, elr=4)),
+               (Ghost(acked=1), dict(committed=(1,))), (Budget(records=1), dict(crashes=1)),
+               (alter, dict(ok=False, error="INVALID_UPDATE_VERSION"))]
+    for record, changes in records:
+        before = dataclasses.replace(record)
+        got = fast_replace(record, **changes)
+        assert got == dataclasses.replace(record, **changes) and hash(got) == hash(dataclasses.replace(record, **changes))
+        assert type(got) is type(record) and record == before
+        with pytest.raises(TypeError):
+            fast_replace(record, no_such_field=1)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            got.__setattr__(dataclasses.fields(record)[0].name, 0)
