@@ -249,8 +249,8 @@ class FastSuccessors:
         return out
 
     def _outcomes(self, state: State, comps: list, cache: dict, key, action) -> tuple:
-        """What each successor changes: ((((index, component), ...), fingerprint XOR, changed mask), ...).
-        The key is the serial numbers of the components the action reads and, when gated, the ghost's;
+        """What each successor changes: ((((index, component, its serial number), ...),
+        fingerprint XOR, changed mask), ...). The key is the serial numbers of the components the action reads and, when gated, the ghost's;
         the components it writes are among them, so the XOR is fixed by the key."""
         out = cache.get(key)
         if out is None or self.verify:
@@ -308,19 +308,14 @@ class FastSuccessors:
         return [self._with_delta(comps, changes)]
 
     def _with_delta(self, comps: list, changes: list) -> tuple:
-        """(changes, XOR they make to the fingerprint of a state made of comps, bitmask of
-        the component indices they change, what they change in the keys' parts: ((index,
-        value), ...), see transitions())."""
+        """(((index, component, its serial number), ...), XOR they make to the fingerprint of
+        a state made of comps, bitmask of the component indices they change)."""
         delta = mask = 0
-        patch = []
-        G, number = self.rf + 1, self.components.serial.__getitem__
+        number = self.components.serial.__getitem__
         for i, x in changes:
             delta ^= self.components.delta(i, comps[i], x)
             mask |= 1 << i
-            patch.append((i, number(id(x))))
-            if 0 < i < G:
-                patch.append((G + 1 + i, x.stalled))    # parts hold broker b's stalled flag at rf + 2 + b
-        return tuple(changes), delta, mask, tuple(patch)
+        return tuple((i, x, number(id(x))) for i, x in changes), delta, mask
 
     def _observe_miss(self, comps: list, key: tuple) -> list:
         """[ghost, fingerprint XOR, quiet, the quiet test it is of, the ghost's serial number]
@@ -343,7 +338,8 @@ class FastSuccessors:
         False; is_new not called, so the search can stop on it first). The search's
         per-transition work happens in this one loop, where the cache hits are inlined: it
         runs once per transition. `known` is the Fresh.known this loop yielded with `state`:
-        its fingerprint and keys' parts, which are then not computed again.
+        its keys' parts followed by its fingerprint, in one list (a state waiting in the
+        search's queue holds it), which are then not computed again.
 
         Screening, the loop also skips work the search would repeat. The states it expands
         are observed already, so a step that changes neither the controller, nor the broker
@@ -356,12 +352,13 @@ class FastSuccessors:
         if known is None or self.verify:
             comps, numbers, state = self._interned(state)
             base = self.components.xor(numbers)
-            parts = [*numbers, *map(stalled, state.brokers)]    # the keys' parts, see footprint()
-            if known is not None and known != (base, parts):
+            parts = [*numbers, *map(stalled, state.brokers), base]   # the keys' parts (see footprint()), then base
+            if known is not None and known != parts:
                 raise AssertionError("the fingerprint or keys carried from the parent are wrong")
         else:
             comps = [state.controller, *state.brokers, state.ghost, state.budget]
-            base, parts = known
+            parts = known
+            base = parts[-1]
         observe_get = self.observe_cache.get
         verify = self.verify
         screen = is_new is not None
@@ -385,10 +382,10 @@ class FastSuccessors:
                     outcomes = cache.get(key)
                     if outcomes is None or verify:
                         outcomes = self._outcomes(state, comps, cache, key, action)
-                for changes, delta, mask, patch in outcomes:
+                for changes, delta, mask in outcomes:
                     index += 1
                     new = comps.copy()
-                    for i, x in changes:
+                    for i, x, _ in changes:
                         new[i] = x
                     if mask & touch or not screen:
                         c = new[0]
@@ -424,12 +421,15 @@ class FastSuccessors:
                             continue
                         if not is_new(fp):
                             continue
-                    child = parts.copy()        # the successor's keys' parts
-                    for i, x in patch:
-                        child[i] = x
+                    child = parts.copy()        # the successor's keys' parts and fingerprint
+                    for i, x, n in changes:
+                        child[i] = n
+                        if i < G and i:
+                            child[G + 1 + i] = x.stalled    # parts hold broker b's stalled flag at rf + 2 + b
                     child[G] = seen[4]
+                    child[-1] = fp
                     yield index, action, nxt, fp, new_tuple(Fresh, (mask | ghost if seen[0] is not comps[G] else mask,
-                                                                    (fp, child)))
+                                                                    child))
 
     def expand(self, state: State):
         """(action, successor, its fingerprint before symmetry), in candidate order."""
