@@ -139,7 +139,8 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
     stop_reason = None
     violation_at = None       # (invariant, kind, node, extra step or None)
     check_state = checks.check_state if checks else (lambda s: None)
-    state_tests: dict = {}      # changed components -> fn(state), true when no state invariant fails
+    state_tests: dict = {}      # changed components -> fn(state), true when no state invariant fails (the
+                                # suite caches them too; this spares a method call per new state)
 
     def state_test(changed: int):
         """A new state differs from its parent, which passed every state invariant, only in

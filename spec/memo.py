@@ -226,32 +226,30 @@ class FastSuccessors:
             entry = self.actions[action] = (action, {}, itemgetter(*reads), gated, gate, frozenset(reads))
         return entry
 
-    def _candidates(self, state: State, comps: list, parts: tuple, b: int) -> tuple:
+    def _candidates_miss(self, state: State, comps: list, parts: list, b: int, key: tuple) -> tuple:
         """Broker b's candidates, each as (action, its type, its outcomes or None, then as
-        _prepared). Keyed on what the candidates are computed from (broker b, the controller,
-        the budget): when a step reads nothing else its outcomes are fixed by that key too,
-        and are kept here, which spares the search one cache lookup per transition."""
-        cache = self.cand_caches[b]
-        key = self.cand_key[b](parts)
-        out = cache.get(key)
-        if out is None:
-            c, br, u = comps[0], comps[b], comps[self.rf + 2]
-            local = {0, b, self.rf + 2}
-            out = []
-            for a in self.candidates_of(self.cfg, c, br, u, b):
-                action, step_cache, getter, gated, gate, reads = self._prepared(a)
-                fixed = None
-                if reads <= local and not (gate and comps[gate].purgatory) and not self.verify:
-                    fixed = self._outcomes(state, comps, step_cache, getter(parts), action)
-                out.append((action, type(action), fixed, step_cache, getter, gated, gate))
-            out = tuple(out)
-            _store(cache, key, out)
+        _prepared), computed on a miss of broker b's candidate cache, whose key transitions()
+        builds (broker b, the controller, the budget): when a step reads nothing else its
+        outcomes are fixed by that key too, and are kept here, which spares the search one
+        cache lookup per transition."""
+        c, br, u = comps[0], comps[b], comps[self.rf + 2]
+        local = {0, b, self.rf + 2}
+        out = []
+        for a in self.candidates_of(self.cfg, c, br, u, b):
+            action, step_cache, getter, gated, gate, reads = self._prepared(a)
+            fixed = None
+            if reads <= local and not (gate and comps[gate].purgatory) and not self.verify:
+                fixed = self._outcomes(state, comps, step_cache, getter(parts), action)
+            out.append((action, type(action), fixed, step_cache, getter, gated, gate))
+        out = tuple(out)
+        _store(self.cand_caches[b], key, out)
         return out
 
     def _outcomes(self, state: State, comps: list, cache: dict, key, action) -> tuple:
         """What each successor changes: ((((index, component, its serial number), ...),
-        fingerprint XOR, changed mask), ...). The key is the serial numbers of the components the action reads and, when gated, the ghost's;
-        the components it writes are among them, so the XOR is fixed by the key."""
+        fingerprint XOR, changed mask), ...). The key is the serial numbers of the components
+        the action reads and, when gated, the ghost's; the components it writes are among
+        them, so the XOR is fixed by the key."""
         out = cache.get(key)
         if out is None or self.verify:
             computed = []
@@ -343,7 +341,8 @@ class FastSuccessors:
 
         Screening, the loop also skips work the search would repeat. The states it expands
         are observed already, so a step that changes neither the controller, nor the broker
-        it names leader, nor the ghost leaves the ghost as it is. And when the quiet test
+        it names leader, nor the ghost is observed as the state itself is: it takes the
+        state's own observe entry, looked up once. And when the quiet test
         depends only on what the observation is keyed on (quiet.leader_only, which Z3 shows),
         a step that keeps the controller and the ghost gets its value from the observe cache
         entry, and builds its successor only when that is new."""
@@ -363,19 +362,20 @@ class FastSuccessors:
         verify = self.verify
         screen = is_new is not None
         c = state.controller
-        touch = 1 | 1 << G | 1 << c.leader     # changes that may change the observation
-        cached = screen and getattr(quiet, "leader_only", False)
-        kept = 1 | 1 << G           # a step that changes neither keeps the quiet test's cache entry
         ghost = 1 << G
+        kept = 1 | ghost            # a step that changes neither keeps the quiet test's cache entry
+        touch = kept | 1 << c.leader    # changes that may change the observation
+        cached = screen and getattr(quiet, "leader_only", False)
         # A step that touches nothing observed is observed as the state itself is: its entry.
         okey = (id(c), id(comps[c.leader]) if c.leader else 0, id(comps[G]))
         same = observe_get(okey) or self._observe_miss(comps, okey)
         index = -1
         cand_caches, cand_key = self.cand_caches, self.cand_key
         for b in range(1, rf + 1):
-            candidates = cand_caches[b].get(cand_key[b](parts))
+            ckey = cand_key[b](parts)
+            candidates = cand_caches[b].get(ckey)
             if candidates is None:
-                candidates = self._candidates(state, comps, parts, b)
+                candidates = self._candidates_miss(state, comps, parts, b, ckey)
             for action, kind, outcomes, cache, getter, gated, gate in candidates:
                 if outcomes is None:
                     key = gated(parts) if gate and comps[gate].purgatory else getter(parts)

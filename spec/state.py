@@ -216,10 +216,11 @@ def _compile_evolve(cls):
     A frozen dataclass's __init__ sets each field through object.__setattr__; a slotted
     one is filled here through its slots' own setters instead, in half the time (it has
     no __post_init__ to skip)."""
-    ns = {"_UNSET": _UNSET, "_cls": cls, "_new": tuple.__new__}
+    ns = {"_UNSET": _UNSET, "_cls": cls}
     if hasattr(cls, "_fields"):      # a NamedTuple: built with tuple.__new__, no dict on the way
         names = cls._fields
         args = ", ".join(f"self[{i}] if {n} is _UNSET else {n}" for i, n in enumerate(names))
+        ns["_new"] = tuple.__new__
         body = f"return _new(_cls, ({args},))"
     elif "__slots__" not in cls.__dict__ or hasattr(cls, "__post_init__"):
         names = [f.name for f in fields(cls)]
