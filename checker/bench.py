@@ -5,6 +5,7 @@ that caches warmed by one run do not flatter the next. Timing is end to end insi
 process: building the model and compiling the invariants included, start-up of the
 interpreter not.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,7 @@ from dataclasses import replace
 
 from kafkamc.spec.config import Config
 
-BENCH_CONFIG = Config()   # the default check: `kafkamc check --rf 3 --minisr 2`
+BENCH_CONFIG = Config()  # the default check: `kafkamc check --rf 3 --minisr 2`
 # Past a million distinct states (reduced; six times as many unreduced): rf 3, min ISR 2,
 # two records, two clean shutdowns, two ISR shrinks.
 LARGE_CONFIG = Config(rf=3, minisr=2, max_records=2, max_crashes=2, max_unclean_crashes=0, max_isr_shrinks=2)
@@ -59,17 +60,20 @@ def run_one(name: str) -> dict:
     start = time.monotonic()
     if engine == "local":
         from kafkamc.checker.explorer import explore
+        from kafkamc.checker.fast import FastModel
         from kafkamc.invariants.suite import InvariantSuite
-        from kafkamc.spec.model import Model
-        result = explore(Model(cfg), InvariantSuite(cfg))
+
+        result = explore(FastModel(cfg), InvariantSuite(cfg))
     elif engine.startswith("workers["):
+        from kafkamc.checker.fast import FastModel
         from kafkamc.checker.workers import explore_workers
         from kafkamc.invariants.suite import InvariantSuite
-        from kafkamc.spec.model import Model
-        result = explore_workers(Model(cfg), InvariantSuite(cfg), int(engine[len("workers["):-1]))
+
+        result = explore_workers(FastModel(cfg), InvariantSuite(cfg), int(engine[len("workers[") : -1]))
     else:
         from kafkamc.checker.spark import explore_spark
-        threads = int(engine[len("spark-local["):-1])
+
+        threads = int(engine[len("spark-local[") : -1])
         result = explore_spark(cfg, None, partitions=threads, master=f"local[{threads}]")
     elapsed = time.monotonic() - start
     return {
@@ -103,9 +107,14 @@ def run_table(names) -> dict:
 
 
 def machine() -> dict:
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
-    return {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
-            "memory_gib": round(mem, 1), "processor": _cpu_model()}
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "memory_gib": round(mem, 1),
+        "processor": _cpu_model(),
+    }
 
 
 def _cpu_model() -> str:

@@ -7,10 +7,11 @@ For each (RF, min ISR) two numbers, each the largest k for which the model shows
   page cache (AckedWriteDurability holds in every reachable state).
 Followers may drop out of the ISR by lag (up to RF - 1 shrinks) as they do in production.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 from kafkamc.checker.explorer import Limits
 from kafkamc.checker.run import run_check
@@ -22,23 +23,33 @@ from kafkamc.spec.protocol import Protocol
 class Cell:
     rf: int
     minisr: int
-    writes: Optional[int]          # None: a search hit the limit before deciding
-    durable: Optional[int]
-    states: int                    # distinct states explored for this cell, all runs
-    seed_writes: int               # the seed document's formula: max(RF - M, 0), M capped at RF
-    seed_durable: int              # the seed table's rows: min(M, RF) - 1
+    writes: int | None  # None: a search hit the limit before deciding
+    durable: int | None
+    states: int  # distinct states explored for this cell, all runs
+    seed_writes: int  # the seed document's formula: max(RF - M, 0), M capped at RF
+    seed_durable: int  # the seed table's rows: min(M, RF) - 1
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
 
 def _base(rf: int, minisr: int, protocol: Protocol) -> dict:
-    return dict(rf=rf, minisr=minisr, protocol=protocol, track_down=True, max_records=1, max_isr_shrinks=rf - 1,
-                max_crashes=0, max_unclean_crashes=0, max_fences=0)
+    return dict(
+        rf=rf,
+        minisr=minisr,
+        protocol=protocol,
+        track_down=True,
+        max_records=1,
+        max_isr_shrinks=rf - 1,
+        max_crashes=0,
+        max_unclean_crashes=0,
+        max_fences=0,
+    )
 
 
-def _largest_k(rf: int, minisr: int, protocol: Protocol, limits: Limits, bound: str, passes: str,
-               **check) -> tuple[Optional[int], int]:
+def _largest_k(
+    rf: int, minisr: int, protocol: Protocol, limits: Limits, bound: str, passes: str, **check
+) -> tuple[int | None, int]:
     """The largest k (from 0) for which run_check with `bound` = k ends in verdict `passes`;
     None when a search hit a limit first. Also the distinct states explored in all."""
     states, best = 0, 0
@@ -55,18 +66,21 @@ def _largest_k(rf: int, minisr: int, protocol: Protocol, limits: Limits, bound: 
     return best, states
 
 
-def keeps_writing(rf: int, minisr: int, protocol: Protocol, limits: Limits) -> tuple[Optional[int], int]:
-    return _largest_k(rf, minisr, protocol, limits, "max_crashes", "reached",
-                      reach=lambda k: (f"AckedWith{k}Down",))
+def keeps_writing(rf: int, minisr: int, protocol: Protocol, limits: Limits) -> tuple[int | None, int]:
+    return _largest_k(rf, minisr, protocol, limits, "max_crashes", "reached", reach=lambda k: (f"AckedWith{k}Down",))
 
 
-def loses_nothing(rf: int, minisr: int, protocol: Protocol, limits: Limits) -> tuple[Optional[int], int]:
-    return _largest_k(rf, minisr, protocol, limits, "max_unclean_crashes", "holds",
-                      invariants=["AckedWriteDurability"])
+def loses_nothing(rf: int, minisr: int, protocol: Protocol, limits: Limits) -> tuple[int | None, int]:
+    return _largest_k(rf, minisr, protocol, limits, "max_unclean_crashes", "holds", invariants=["AckedWriteDurability"])
 
 
-def durability_table(rfs=(1, 2, 3), minisrs=(1, 2, 3), protocol: Protocol = Protocol(),
-                     limits: Limits = Limits(), on_cell: Callable[[Cell], None] = lambda c: None) -> list[Cell]:
+def durability_table(
+    rfs=(1, 2, 3),
+    minisrs=(1, 2, 3),
+    protocol: Protocol = Protocol(),
+    limits: Limits = Limits(),
+    on_cell: Callable[[Cell], None] = lambda c: None,
+) -> list[Cell]:
     cells = []
     for rf in rfs:
         for m in minisrs:

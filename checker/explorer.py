@@ -5,82 +5,18 @@ it keeps only the parent's node number and the index of the transition among the
 successors.
 A trace is rebuilt by replaying the model along those indices, so states need not be kept.
 """
+
 from __future__ import annotations
 
 import gc
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Callable, Optional
 
+from kafkamc.checker.fast import UNKNOWN, screened
+from kafkamc.checker.search import STRATEGIES, Limits, Result, Violation, replay_path
 from kafkamc.checker.visited import FingerprintSet, Nodes
-from kafkamc.spec.model import UNKNOWN, screened
-
-STRATEGIES = ("bfs", "dfs")
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_states: Optional[int] = None     # distinct states
-    time_limit: Optional[float] = None   # seconds
-    max_depth: Optional[int] = None      # transitions from an initial state
-
-
-@dataclass
-class Violation:
-    invariant: str
-    kind: str                 # "state" or "action"
-    trace: list               # [(None, initial state), (action, state), ...]
-
-    @property
-    def length(self) -> int:
-        """Number of transitions in the trace."""
-        return len(self.trace) - 1
-
-
-@dataclass
-class Result:
-    verdict: str              # "holds" | "violated" | "incomplete"
-    strategy: str
-    distinct_states: int
-    states_generated: int
-    depth: int
-    elapsed_s: float
-    stop_reason: Optional[str] = None     # why an incomplete search stopped
-    violation: Optional[Violation] = None
-    coverage: Counter = field(default_factory=Counter)
-    reached: dict = field(default_factory=dict)     # reachability property -> witness trace
-    visited_bytes: int = 0    # the visited set and parent pointers, in bytes
-
-    @property
-    def bytes_per_state(self) -> float:
-        return self.visited_bytes / self.distinct_states if self.distinct_states else 0.0
-
-    @property
-    def states_per_second(self) -> float:
-        return self.distinct_states / self.elapsed_s if self.elapsed_s > 0 else 0.0
-
-    @property
-    def collision_probability(self) -> float:
-        """Optimistic chance that two distinct states shared a fingerprint (as TLC estimates it)."""
-        n, g = self.distinct_states, self.states_generated
-        return n * max(g - n, 0) / 2.0 ** 64
-
-
-def replay_path(model, init_index: int, steps: list[int]) -> list:
-    """Re-execute the model along successor indices: [(None, s0), (action, s1), ...]."""
-    state = model.initial_states()[init_index]
-    trace = [(None, state)]
-    for i in steps:
-        for j, (action, nxt) in enumerate(model.successors(state)):
-            if j == i:
-                state = nxt
-                trace.append((action, state))
-                break
-        else:
-            raise RuntimeError("the model is not deterministic: a recorded successor is missing")
-    return trace
 
 
 @contextmanager
@@ -102,9 +38,15 @@ def cyclic_gc_paused():
             gc.enable()
 
 
-def explore(model, checks=None, strategy: str = "bfs", limits: Limits = Limits(),
-            progress: Optional[Callable[[dict], None]] = None, progress_every: float = 1.0,
-            stop_when_reached: frozenset = frozenset()) -> Result:
+def explore(
+    model,
+    checks=None,
+    strategy: str = "bfs",
+    limits: Limits = Limits(),
+    progress: Callable[[dict], None] | None = None,
+    progress_every: float = 1.0,
+    stop_when_reached: frozenset = frozenset(),
+) -> Result:
     """Enumerate reachable states; stop at the first invariant violation or at a limit.
 
     Reachability properties of `checks` (reach_functions) are tried on every step until
@@ -125,22 +67,23 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
     if hasattr(model, "transitions"):
         transitions = model.transitions
     else:
-        expand = model.expand if hasattr(model, "expand") else (
-            lambda s: ((a, n, fp_of(n)) for a, n in model.successors(s)))
-        transitions = (lambda s, is_new, quiet, fired, known: screened(expand(s), s, is_new, quiet, fired))
+        expand = (
+            model.expand if hasattr(model, "expand") else (lambda s: ((a, n, fp_of(n)) for a, n in model.successors(s)))
+        )
+        transitions = lambda s, is_new, quiet, fired, known: screened(expand(s), s, is_new, quiet, fired)
     # Transitions per action type; names are looked up once, at the end. A plain dict with
     # every type the model declares: a Counter's += cost 2.5 times as much, once per transition.
     fired: dict = dict.fromkeys(model.action_types() if hasattr(model, "action_types") else (), 0)
     coverage: Counter = Counter()
     pending: deque = deque()
     take = pending.popleft if strategy == "bfs" else pending.pop
-    initial_generated = 0      # the rest of the generated states are counted in fired
+    initial_generated = 0  # the rest of the generated states are counted in fired
     max_depth = 0
     stop_reason = None
-    violation_at = None       # (invariant, kind, node, extra step or None)
+    violation_at = None  # (invariant, kind, node, extra step or None)
     check_state = checks.check_state if checks else (lambda s: None)
-    state_tests: dict = {}      # changed components -> fn(state), true when no state invariant fails (the
-                                # suite caches them too; this spares a method call per new state)
+    state_tests: dict = {}  # changed components -> fn(state), true when no state invariant fails (the
+    # suite caches them too; this spares a method call per new state)
 
     def state_test(changed: int):
         """A new state differs from its parent, which passed every state invariant, only in
@@ -148,14 +91,15 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
         if checks is not None and hasattr(checks, "state_test"):
             fn = checks.state_test(changed)
         else:
-            fn = (lambda s: not check_state(s))
+            fn = lambda s: not check_state(s)
         state_tests[changed] = fn
         return fn
+
     check_step = checks.check_step if checks else (lambda p, s: None)
     next_report = start + progress_every
     ticks = 0
     unreached = list(checks.reach_functions()) if checks is not None and hasattr(checks, "reach_functions") else []
-    witnesses: dict = {}          # name -> (node, successor index)
+    witnesses: dict = {}  # name -> (node, successor index)
 
     def quiet_step(items: list):
         """One test per transition for 'no step invariant fails and no unreached property holds'."""
@@ -171,9 +115,15 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
 
     def stats(final: bool = False) -> dict:
         el = time.monotonic() - start
-        return {"distinct": len(visited), "generated": generated(), "queue": len(pending),
-                "depth": max_depth, "elapsed": el, "rate": len(visited) / el if el > 0 else 0.0,
-                "final": final}
+        return {
+            "distinct": len(visited),
+            "generated": generated(),
+            "queue": len(pending),
+            "depth": max_depth,
+            "elapsed": el,
+            "rate": len(visited) / el if el > 0 else 0.0,
+            "final": final,
+        }
 
     for i, s in enumerate(model.initial_states()):
         initial_generated += 1
@@ -195,15 +145,15 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
                 continue
             # Only the transitions to a new state, or that quiet() does not pass, come out;
             # fired counts them all (generated: the initial states plus these).
-            for index, action, nxt, fp, fresh in transitions(state, is_new, quiet, fired, known):
+            for index, _action, nxt, fp, fresh in transitions(state, is_new, quiet, fired, known):
                 if not fresh:
                     bad = check_step(state, nxt)
                     if bad:
                         violation_at = (bad, "action", node, index)
                         break
-                    reached = [it for it in unreached if it[1](state, nxt)]
-                    if reached:
-                        for item in reached:
+                    hits = [it for it in unreached if it[1](state, nxt)]
+                    if hits:
+                        for item in hits:
                             unreached.remove(item)
                             witnesses[item[0]] = (node, index)
                             targets.discard(item[0])
@@ -242,7 +192,7 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
     for t, n in fired.items():
         if n:
             coverage[t.__name__] += n
-    reached = {}
+    reached: dict = {}
     for name, (node, index) in witnesses.items():
         init_index, steps = nodes.path(node)
         reached[name] = replay_path(model, init_index, steps + [index])
@@ -262,6 +212,16 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
         verdict = "holds"
     if progress is not None:
         progress(stats(final=True))
-    return Result(verdict, strategy, len(visited), generated(), max_depth,
-                  time.monotonic() - start, stop_reason, violation, coverage, reached,
-                  visited_bytes=visited.nbytes + nodes.nbytes)
+    return Result(
+        verdict,
+        strategy,
+        len(visited),
+        generated(),
+        max_depth,
+        time.monotonic() - start,
+        stop_reason,
+        violation,
+        coverage,
+        reached,
+        visited_bytes=visited.nbytes + nodes.nbytes,
+    )

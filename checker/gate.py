@@ -4,6 +4,7 @@ A gate file is TOML. Optional `[defaults]` apply to every entry; each `[[check]]
 configuration and its expectation: `expect = "holds"`, or `violates = "<invariant>"` for a
 configuration known to be unsafe (a guard against a model that has become vacuous).
 """
+
 from __future__ import annotations
 
 import time
@@ -11,7 +12,6 @@ import tomllib
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Optional
 
 from kafkamc.checker.explorer import Limits
 from kafkamc.checker.run import CheckRun, run_check
@@ -33,9 +33,9 @@ ENTRY_KEYS = CONFIG_KEYS | {"name", "protocol", "rules", "elr", "expect", "viola
 class Entry:
     name: str
     config: Config
-    expect: str                      # "holds" or "violates"
-    invariant: Optional[str] = None  # for "violates"
-    time_limit: Optional[float] = None
+    expect: str  # "holds" or "violates"
+    invariant: str | None = None  # for "violates"
+    time_limit: float | None = None
 
 
 @dataclass
@@ -71,9 +71,9 @@ def _entry(raw: dict, defaults: dict, index: int) -> Entry:
     except (ConfigError, ProtocolError, TypeError) as e:
         raise GateError(f"{where}: {e}") from None
     if ("expect" in data) == ("violates" in data):
-        raise GateError(f"{where}: give exactly one of expect = \"holds\" or violates = \"<invariant>\"")
+        raise GateError(f'{where}: give exactly one of expect = "holds" or violates = "<invariant>"')
     if "expect" in data and data["expect"] != "holds":
-        raise GateError(f"{where}: expect must be \"holds\" (got {data['expect']!r})")
+        raise GateError(f'{where}: expect must be "holds" (got {data["expect"]!r})')
     invariant = None
     if "violates" in data:
         known = {inv.name.lower(): inv.name for inv in INVARIANTS}
@@ -81,8 +81,9 @@ def _entry(raw: dict, defaults: dict, index: int) -> Entry:
         if invariant is None:
             raise GateError(f"{where}: unknown invariant {data['violates']!r}; `kafkamc invariants` lists them")
     limit = data.get("time_limit")
-    return Entry(name, cfg, "holds" if invariant is None else "violates", invariant,
-                 float(limit) if limit is not None else None)
+    return Entry(
+        name, cfg, "holds" if invariant is None else "violates", invariant, float(limit) if limit is not None else None
+    )
 
 
 def load_gate(path: str | Path) -> list[Entry]:
@@ -108,7 +109,7 @@ def load_gate(path: str | Path) -> list[Entry]:
     return entries
 
 
-def run_entry(entry: Entry, out_dir: Optional[Path] = None) -> Outcome:
+def run_entry(entry: Entry, out_dir: Path | None = None) -> Outcome:
     """Run one entry. A known-unsafe entry checks only its invariant, so another invariant
     that happens to break first cannot hide or fake the expected counterexample."""
     limits = Limits(time_limit=entry.time_limit)
@@ -121,8 +122,11 @@ def run_entry(entry: Entry, out_dir: Optional[Path] = None) -> Outcome:
         got = f"violates {r.violation.invariant} ({r.violation.length} steps)"
     else:
         got = r.verdict if r.verdict != "incomplete" else f"incomplete ({r.stop_reason})"
-    ok = (r.verdict == "holds") if entry.expect == "holds" else \
-        (r.verdict == "violated" and r.violation.invariant == entry.invariant)
+    ok = (
+        (r.verdict == "holds")
+        if entry.expect == "holds"
+        else (r.verdict == "violated" and r.violation.invariant == entry.invariant)
+    )
     outcome = Outcome(entry, run, seconds, ok, got)
     if entry.expect == "holds" and r.verdict == "violated" and out_dir is not None:
         outcome.files = _save_counterexample(run, entry, out_dir)
@@ -137,20 +141,31 @@ def _save_counterexample(run: CheckRun, entry: Entry, out_dir: Path) -> list:
     """An unexpected violation leaves its trace and an HTML rendering next to the report."""
     out_dir.mkdir(parents=True, exist_ok=True)
     base = out_dir / _slug(entry.name)
-    return [str(run.trace.save(base.with_suffix(".trace.json"))),
-            str(write_html(run.trace, base.with_suffix(".html")))]
+    return [str(run.trace.save(base.with_suffix(".trace.json"))), str(write_html(run.trace, base.with_suffix(".html")))]
 
 
 def junit_xml(outcomes: list[Outcome], suite_name: str) -> str:
     failures = sum(not o.ok for o in outcomes)
-    suite = ET.Element("testsuite", name=suite_name, tests=str(len(outcomes)), failures=str(failures),
-                       errors="0", time=f"{sum(o.seconds for o in outcomes):.3f}")
+    suite = ET.Element(
+        "testsuite",
+        name=suite_name,
+        tests=str(len(outcomes)),
+        failures=str(failures),
+        errors="0",
+        time=f"{sum(o.seconds for o in outcomes):.3f}",
+    )
     for o in outcomes:
         case = ET.SubElement(suite, "testcase", classname=suite_name, name=o.entry.name, time=f"{o.seconds:.3f}")
         c = o.entry.config
         props = ET.SubElement(case, "properties")
-        for k, v in (("rf", c.rf), ("minisr", c.minisr), ("acks", c.acks), ("unclean", c.unclean),
-                     ("protocol", c.protocol.era()), ("distinct_states", o.run.result.distinct_states)):
+        for k, v in (
+            ("rf", c.rf),
+            ("minisr", c.minisr),
+            ("acks", c.acks),
+            ("unclean", c.unclean),
+            ("protocol", c.protocol.era()),
+            ("distinct_states", o.run.result.distinct_states),
+        ):
             ET.SubElement(props, "property", name=k, value=str(v))
         if not o.ok:
             fail = ET.SubElement(case, "failure", message=o.message, type="GateExpectation")
@@ -163,6 +178,7 @@ def junit_xml(outcomes: list[Outcome], suite_name: str) -> str:
 def config_summary(c: Config) -> str:
     """The configuration in flags' terms, leaving out what equals the defaults."""
     from kafkamc.spec.protocol import NEWEST, PRESETS
+
     d = Config()
     parts = [f"rf={c.rf}", f"minisr={c.minisr}"]
     parts += [f"acks={c.acks}"] if c.acks != d.acks else []

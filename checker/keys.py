@@ -6,10 +6,11 @@ successors. Compared as bytes, keys order states exactly as a breadth-first queu
 (Spark, --workers) pick the same first arrival, witness and violation as the local one,
 and a trace is rebuilt by replaying its key through the model.
 """
+
 from __future__ import annotations
 
 _SMALL = [i.to_bytes(2, "big") for i in range(256)]
-AFTER_EVERY_STEP = b"\xff\xff"     # after a parent's key: sorts after each of its steps
+AFTER_EVERY_STEP = b"\xff\xff"  # after a parent's key: sorts after each of its steps
 
 
 def index_bytes(i: int) -> bytes:
@@ -22,5 +23,5 @@ def index_bytes(i: int) -> bytes:
 
 def decode_key(key: bytes) -> tuple[int, list[int]]:
     """(initial state index, successor indices) of a key."""
-    nums = [int.from_bytes(key[i:i + 2], "big") for i in range(0, len(key), 2)]
+    nums = [int.from_bytes(key[i : i + 2], "big") for i in range(0, len(key), 2)]
     return nums[0], nums[1:]

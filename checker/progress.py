@@ -2,10 +2,10 @@
 
 A live rich line on a terminal; plain lines on stderr otherwise (CI logs).
 """
+
 from __future__ import annotations
 
 import sys
-from typing import Optional
 
 from rich.console import Console
 from rich.live import Live
@@ -13,8 +13,10 @@ from rich.text import Text
 
 
 def _line(s: dict) -> str:
-    return (f"{s['distinct']:,} distinct states, {s['generated']:,} generated, queue {s['queue']:,}, "
-            f"depth {s['depth']}, {s['rate']:,.0f} states/s, {s['elapsed']:.1f}s")
+    return (
+        f"{s['distinct']:,} distinct states, {s['generated']:,} generated, queue {s['queue']:,}, "
+        f"depth {s['depth']}, {s['rate']:,.0f} states/s, {s['elapsed']:.1f}s"
+    )
 
 
 class Progress:
@@ -24,7 +26,7 @@ class Progress:
         self.enabled = enabled
         self.stream = stream or sys.stderr
         self.console = Console(file=self.stream)
-        self.live: Optional[Live] = None
+        self.live: Live | None = None
 
     def __enter__(self):
         if self.enabled and self.console.is_terminal:

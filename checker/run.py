@@ -1,15 +1,18 @@
 """One `kafkamc check`: explore, confirm any violation with Z3, save the trace, summarise."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
-from kafkamc.checker.explorer import Limits, Result, explore
+from kafkamc.checker.explorer import explore
+from kafkamc.checker.fast import FastModel
 from kafkamc.checker.progress import Progress
+from kafkamc.checker.search import Limits, Result
 from kafkamc.invariants.suite import Disagreement, InvariantSuite
 from kafkamc.spec.config import Config, ConfigError
 from kafkamc.spec.model import Model
+from kafkamc.spec.next import NEXT
 from kafkamc.traces.trace import Trace, format_action
 
 
@@ -20,13 +23,14 @@ class CheckRun:
     invariants: list
     action_names: list
     result: Result
-    trace: Optional[Trace] = None
-    trace_file: Optional[str] = None
+    trace: Trace | None = None
+    trace_file: str | None = None
     reach_names: tuple = ()
     reach_expected: tuple = ()
     reach_targets: tuple = ()
-    spark: Optional["SparkSettings"] = None
+    spark: SparkSettings | None = None
     workers: int = 1
+    engine: str = "local"
 
     def bounds(self) -> dict:
         b = dict(self.config.bounds())
@@ -39,26 +43,29 @@ class CheckRun:
     def coverage(self) -> dict:
         return {name: self.result.coverage.get(name, 0) for name in self.action_names}
 
-    # The bound that, at 0, keeps an action from ever firing.
-    ENABLED_BY = {"ControllerFenceBroker": "max_fences", "BrokerHeartbeat": "max_fences",
-                  "BrokerCrash": "max_crashes", "BrokerRestart": "max_crashes", "Produce": "max_records",
-                  "ReplicaStall": "max_isr_shrinks", "AlterPartition": "max_isr_shrinks"}
-
-    # Actions that only some protocol rules use: never firing under other rules is expected.
-    RULE_ONLY = {"OffsetsForLeaderEpoch": ("truncation", ("leader_epoch", "leader_epoch_kip279"))}
-
     def never_fired(self) -> list:
+        """Actions that never fired, but for those whose protocol rule is not in force (Next
+        declares the rule an action belongs to)."""
         out = []
-        for name, n in self.coverage().items():
-            rule = self.RULE_ONLY.get(name)
-            if n == 0 and not (rule and self.config.rule(rule[0]) not in rule[1]):
-                out.append(name)
+        for a in NEXT:
+            rule = a.rule
+            if self.coverage().get(a.name, 0) == 0 and not (rule and self.config.rule(rule[0]) not in rule[1]):
+                out.append(a.name)
         return out
+
+    def disabled_by(self, name: str) -> list:
+        """The bounds, at 0 here, without which the action `name` cannot fire."""
+        for a in NEXT:
+            if a.name == name and a.needs and all(self.config.bound(b) == 0 for b in a.needs):
+                return [b.setting for b in a.needs]
+        return []
 
     def reached(self) -> dict:
         """Reachability property -> length of its shortest witness found, or None."""
-        return {name: (len(self.result.reached[name]) - 1 if name in self.result.reached else None)
-                for name in self.reach_names}
+        return {
+            name: (len(self.result.reached[name]) - 1 if name in self.result.reached else None)
+            for name in self.reach_names
+        }
 
     def vacuity_warnings(self) -> list:
         """Expected events that an exhaustive pass never reached: the pass may be vacuous."""
@@ -80,7 +87,7 @@ class CheckRun:
             "elapsed_s": round(r.elapsed_s, 3),
             "states_per_s": round(r.states_per_second, 1),
             "strategy": r.strategy,
-            "engine": "local" if self.spark is None else "spark",
+            "engine": self.engine,
             "workers": self.workers,
             **({} if self.spark is None else {"partitions": self.spark.partitions, "spark_master": self.spark.master}),
             "config": self.config.to_dict(),
@@ -94,7 +101,9 @@ class CheckRun:
             "coverage": self.coverage(),
             "reached": self.reached(),
             "vacuity_warnings": self.vacuity_warnings(),
-            "violation": None if r.violation is None else {
+            "violation": None
+            if r.violation is None
+            else {
                 "invariant": r.violation.invariant,
                 "kind": r.violation.kind,
                 "length": r.violation.length,
@@ -108,45 +117,94 @@ class CheckRun:
 @dataclass(frozen=True)
 class SparkSettings:
     """Where and how `--engine spark` runs."""
-    master: Optional[str] = "local[*]"     # None: whatever spark-submit set
+
+    master: str | None = "local[*]"  # None: whatever spark-submit set
     partitions: int = 4
-    checkpoint_dir: Optional[str] = None
+    checkpoint_dir: str | None = None
     checkpoint_every: int = 4
-    conf: tuple = ()                       # (key, value) pairs passed to SparkConf
+    conf: tuple = ()  # (key, value) pairs passed to SparkConf
 
 
-def run_check(cfg: Config, strategy: str = "bfs", limits: Limits = Limits(), invariants=None,
-              progress: bool = False, trace_out: Optional[str] = None, reach: tuple = (),
-              spark: Optional[SparkSettings] = None, workers: int = 1) -> CheckRun:
+def run_check(
+    cfg: Config,
+    strategy: str = "bfs",
+    limits: Limits = Limits(),
+    invariants=None,
+    progress: bool = False,
+    trace_out: str | None = None,
+    reach: tuple = (),
+    spark: SparkSettings | None = None,
+    workers: int = 1,
+    reference: bool = False,
+) -> CheckRun:
     """Explore; `reach` names reachability properties to search for (stop once all are seen).
 
     With `spark` set, the search is the level-synchronous BFS on Spark (checker/spark.py);
     everything after it (Z3 confirmation, explanation, trace) is the same code."""
-    model = Model(cfg)
+    model = Model(cfg) if reference else FastModel(cfg)
     suite = InvariantSuite(cfg, invariants)
     known = [name for name, _ in suite.reach_functions()]
     for name in reach:
         if name not in known:
             raise ConfigError(f"unknown reachability property {name!r}; properties: {', '.join(known)}")
     with Progress(enabled=progress) as reporter:
-        if spark is None and workers > 1:
+        if reference:
+            from kafkamc.checker.reference import explore_reference
+
+            result = explore_reference(
+                model, suite, limits, progress=reporter if progress else None, stop_when_reached=frozenset(reach)
+            )
+        elif spark is None and workers > 1:
             from kafkamc.checker.workers import explore_workers
-            result = explore_workers(model, suite, workers, limits, progress=reporter if progress else None,
-                                     stop_when_reached=frozenset(reach))
+
+            result = explore_workers(
+                model,
+                suite,
+                workers,
+                limits,
+                progress=reporter if progress else None,
+                stop_when_reached=frozenset(reach),
+            )
         elif spark is None:
-            result = explore(model, suite, strategy, limits, progress=reporter if progress else None,
-                             stop_when_reached=frozenset(reach))
+            result = explore(
+                model,
+                suite,
+                strategy,
+                limits,
+                progress=reporter if progress else None,
+                stop_when_reached=frozenset(reach),
+            )
         else:
             from kafkamc.checker.spark import explore_spark
-            result = explore_spark(cfg, invariants, limits, spark.partitions, spark.master, dict(spark.conf),
-                                   spark.checkpoint_dir, spark.checkpoint_every,
-                                   progress=reporter if progress else None, stop_when_reached=frozenset(reach))
+
+            result = explore_spark(
+                cfg,
+                invariants,
+                limits,
+                spark.partitions,
+                spark.master,
+                dict(spark.conf),
+                spark.checkpoint_dir,
+                spark.checkpoint_every,
+                progress=reporter if progress else None,
+                stop_when_reached=frozenset(reach),
+            )
     for name, trace in result.reached.items():
         if not suite.confirm_reached(name, trace[-1][1], trace[-2][1]):
             raise Disagreement(f"{name}: the fast evaluator reported a witness that Z3 does not confirm")
-    run = CheckRun(cfg, limits, suite.names, model.action_names(), result,
-                   reach_names=tuple(known), reach_expected=tuple(suite.reach_expected()), reach_targets=tuple(reach),
-                   spark=spark, workers=workers if spark is None else 1)
+    run = CheckRun(
+        cfg,
+        limits,
+        suite.names,
+        model.action_names(),
+        result,
+        reach_names=tuple(known),
+        reach_expected=tuple(suite.reach_expected()),
+        reach_targets=tuple(reach),
+        spark=spark,
+        workers=workers if spark is None else 1,
+        engine="reference" if reference else "local" if spark is None else "spark",
+    )
     if result.violation is not None:
         v = result.violation
         last = v.trace[-1][1]

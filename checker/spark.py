@@ -31,12 +31,12 @@ the Model and the InvariantSuite from the Config once per Python worker (the sui
 compiles Python with exec: it is never pickled).
 The `kafkamc` package reaches the executors as a zip built at run time.
 """
+
 from __future__ import annotations
 
 import atexit
 import bisect
 import importlib.util
-import marshal
 import os
 import re
 import shutil
@@ -48,20 +48,24 @@ import uuid
 import zipfile
 from array import array
 from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from itertools import chain
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, NamedTuple, Optional
+from typing import NamedTuple
 
-from kafkamc.checker.explorer import Limits, Result, Violation, replay_path
-from kafkamc.checker.keys import AFTER_EVERY_STEP as _AFTER_EVERY_STEP, decode_key, index_bytes as _index_bytes
+from kafkamc.checker.codec import decode, encode, state_from_key  # noqa: F401 (state_from_key: tests)
+from kafkamc.checker.fast import FastModel as Model
+from kafkamc.checker.keys import AFTER_EVERY_STEP as _AFTER_EVERY_STEP
+from kafkamc.checker.keys import decode_key
+from kafkamc.checker.keys import index_bytes as _index_bytes
+from kafkamc.checker.search import Limits, Result, Violation, replay_path
 from kafkamc.spec.config import Config
-from kafkamc.spec.model import Model, encode
-from kafkamc.spec.state import AlterPartitionResponse, Broker, Budget, Controller, Ghost, State
+from kafkamc.spec.state import State
 
-PACKAGES = ("spec", "checker", "invariants", "traces", "cli")   # the kafkamc.* sub-packages
+PACKAGES = ("spec", "checker", "invariants", "traces", "cli")  # the kafkamc.* sub-packages
 
 
 class SparkUnavailable(Exception):
@@ -78,22 +82,6 @@ class SparkJobFailed(RuntimeError):
 
 # ---------------------------------------------------------------- states as bytes
 
-def state_from_key(key: tuple) -> State:
-    """The State whose `key()` is `key`: State.key() inverted, field by field."""
-    c, brokers, g, u = key
-    return State(Controller(*c), tuple(_broker_from_key(b) for b in brokers), Ghost(*g), Budget(*u))
-
-
-def _broker_from_key(b: tuple) -> Broker:
-    alter = b[14]                    # None, or the AlterPartitionResponse as a tuple
-    if alter is not None:
-        alter = AlterPartitionResponse(*alter)
-    return Broker(*b[:14], alter, *b[15:])
-
-
-def decode(data: bytes) -> State:
-    return state_from_key(marshal.loads(data))
-
 
 def _fingerprint_and_bytes(model: Model, state: State) -> tuple[int, bytes]:
     """The model's fingerprint (the same in every process) and the bytes that carry the state."""
@@ -101,6 +89,7 @@ def _fingerprint_and_bytes(model: Model, state: State) -> tuple[int, bytes]:
 
 
 # ---------------------------------------------------------------- the package, shipped as a zip
+
 
 def _package_dirs() -> dict[str, Path]:
     """The source folder of each kafkamc.* sub-package, wherever this copy was imported from."""
@@ -136,7 +125,7 @@ def build_package_zip(dest: Path) -> Path:
     return path
 
 
-def ship_package(sc, directory: Optional[Path] = None) -> Path:
+def ship_package(sc, directory: Path | None = None) -> Path:
     """Make `kafkamc` importable on the executors, once per SparkContext.
 
     Local workers could import it from the driver's environment anyway; the zip is what makes
@@ -181,8 +170,10 @@ _MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?$|local-cluster\[\d+,\d+,\d+\]
 def _check_master_url(master: str) -> None:
     """Reject at once what spark-submit would reject after the seconds a JVM takes to start."""
     if not _MASTER.match(master):
-        raise SparkUnavailable(f"not a Spark master URL: {master!r} "
-                               "(use local, local[N], local[N,maxFailures], spark://HOST:PORT, yarn or k8s://...)")
+        raise SparkUnavailable(
+            f"not a Spark master URL: {master!r} "
+            "(use local, local[N], local[N,maxFailures], spark://HOST:PORT, yarn or k8s://...)"
+        )
 
 
 def _check_master_reachable(master: str, timeout: float = 3.0) -> None:
@@ -191,7 +182,7 @@ def _check_master_reachable(master: str, timeout: float = 3.0) -> None:
     if not master.startswith("spark://"):
         return
     errors = []
-    for hostport in master[len("spark://"):].split(","):
+    for hostport in master[len("spark://") :].split(","):
         host, _, port = hostport.rpartition(":")
         try:
             with socket.create_connection((host, int(port)), timeout=timeout):
@@ -217,7 +208,7 @@ def _under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def _settings(master: Optional[str], conf: Mapping, workdir: Path) -> dict:
+def _settings(master: str | None, conf: Mapping, workdir: Path) -> dict:
     """Our defaults, then the caller's conf; Java options are joined, not replaced."""
     log4j = workdir / "log4j2.properties"
     log4j.write_text(_LOG4J2.format(log=workdir / "spark.log"))
@@ -225,18 +216,19 @@ def _settings(master: Optional[str], conf: Mapping, workdir: Path) -> dict:
         "spark.app.name": "kafkamc",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.memory": "2g",            # only read when the driver JVM starts
+        "spark.driver.memory": "2g",  # only read when the driver JVM starts
         "spark.executorEnv.PYTHONHASHSEED": "0",
     }
     if master is not None:
         settings["spark.master"] = master
     settings.update({k: str(v) for k, v in conf.items()})
     settings["spark.driver.extraJavaOptions"] = (
-        f"-Dlog4j2.configurationFile=file:{log4j} " + str(conf.get("spark.driver.extraJavaOptions", ""))).strip()
+        f"-Dlog4j2.configurationFile=file:{log4j} " + str(conf.get("spark.driver.extraJavaOptions", ""))
+    ).strip()
     return settings
 
 
-def _start(master: Optional[str], conf: Mapping, workdir: Path):
+def _start(master: str | None, conf: Mapping, workdir: Path):
     """A bare SparkContext (it starts seconds faster than a SparkSession); SparkUnavailable
     with one line when it cannot start."""
     if master is None and not _under_spark_submit():
@@ -270,7 +262,7 @@ def _start(master: Optional[str], conf: Mapping, workdir: Path):
         raise SparkUnavailable(f"Spark could not start with master {master!r}: {_one_line(e, console)}") from None
 
 
-def _one_line(e: BaseException, console: Optional[Path] = None) -> str:
+def _one_line(e: BaseException, console: Path | None = None) -> str:
     """What went wrong, in one line, without a Java stack trace."""
     java = getattr(e, "java_exception", None)
     line = _java_messages(java) if java is not None else ""
@@ -286,7 +278,7 @@ def _one_line(e: BaseException, console: Optional[Path] = None) -> str:
 
 def _java_messages(java) -> str:
     """A Java exception's message, with its root cause's when that says something else."""
-    messages = []
+    messages: list = []
     try:
         while java is not None and len(messages) < 20:
             messages.append(str(java.getMessage() or java.getClass().getName()).strip().splitlines()[0])
@@ -310,7 +302,7 @@ def _jvm_complaint(text: str) -> str:
 
 
 @contextmanager
-def spark_context(master: Optional[str] = "local[*]", conf: Optional[Mapping] = None) -> Iterator:
+def spark_context(master: str | None = "local[*]", conf: Mapping | None = None) -> Iterator:
     """A SparkContext set up for kafkamc, stopped and cleaned up on exit. Raises SparkUnavailable.
 
     master=None: spark-submit's --master when run under spark-submit, else local[*]. Only the
@@ -331,11 +323,13 @@ def spark_context(master: Optional[str] = "local[*]", conf: Optional[Mapping] = 
 
 # ---------------------------------------------------------------- what runs on the executors
 
+
 class Part(NamedTuple):
     """What one partition owns after a level: its share of the visited set as sorted 64-bit
     fingerprints, its states of the newest depth (sorted by key) and the level's counters."""
-    visited: array              # array('Q'), sorted
-    frontier: list              # [(key, state bytes), ...], sorted by key
+
+    visited: array  # array('Q'), sorted
+    frontier: list  # [(key, state bytes), ...], sorted by key
     stats: dict
 
 
@@ -344,6 +338,7 @@ class FaultInjection:
     """For tests: the first `attempts` attempts of the task of `partition` at `level` in `stage`
     ("expand": after emitting all its output; "merge": before yielding its Part) raise; the
     file `flag` counts them, so that a retry in another Python worker knows."""
+
     level: int
     partition: int
     flag: str
@@ -363,11 +358,12 @@ class FaultInjection:
 @dataclass(frozen=True)
 class _Task:
     """What the executors need for one level: small, pickled with each task."""
+
     cfg: Config
-    invariants: Optional[tuple]
+    invariants: tuple | None
     level: int = 0
-    unreached: tuple = ()       # reachability properties not seen before this level
-    faults: tuple = ()          # FaultInjection, for tests
+    unreached: tuple = ()  # reachability properties not seen before this level
+    faults: tuple = ()  # FaultInjection, for tests
 
 
 def _maybe_fail(task: _Task, partition: int, stage: str) -> None:
@@ -383,7 +379,8 @@ def _tools(task: _Task):
     (Spark reuses workers across tasks and levels)."""
     key = (task.cfg, task.invariants)
     if key not in _TOOLS:
-        from kafkamc.invariants.suite import InvariantSuite     # z3: only where states are checked
+        from kafkamc.invariants.suite import InvariantSuite  # z3: only where states are checked
+
         _TOOLS.clear()
         names = list(task.invariants) if task.invariants is not None else None
         _TOOLS[key] = (Model(task.cfg), InvariantSuite(task.cfg, names))
@@ -404,9 +401,9 @@ def _expand(task: _Task, split: int, parts: Iterator[Part]) -> Iterator[tuple]:
     model, suite = _tools(task)
     check_state, check_step = suite.check_state, suite.check_step
     reach = [(name, fn) for name, fn in suite.reach_functions() if name in task.unreached]
-    generated, coverage = 0, Counter()
-    action_bad = None           # (key, invariant) of the first step that breaks an action property
-    witnesses: dict = {}        # reachability property -> key of the first step showing it
+    generated, coverage = 0, Counter[str]()
+    action_bad = None  # (key, invariant) of the first step that breaks an action property
+    witnesses: dict = {}  # reachability property -> key of the first step showing it
     for part in parts:
         for path, data in part.frontier:
             state = decode(data)
@@ -422,15 +419,14 @@ def _expand(task: _Task, split: int, parts: Iterator[Part]) -> Iterator[tuple]:
                         witnesses[name] = key
                 yield fp, (key, encode(nxt), check_state(nxt))
     _maybe_fail(task, split, "expand")
-    yield split, (None, {"generated": generated, "coverage": coverage, "action_bad": action_bad,
-                         "reach": witnesses})
+    yield split, (None, {"generated": generated, "coverage": coverage, "action_bad": action_bad, "reach": witnesses})
 
 
 def _merge(task: _Task, split: int, items: Iterator) -> Iterator[Part]:
     """Partition `split` of parts.union(successors): the previous Part, then the successor
     records and expand counters this partition owns; yields the next level's Part."""
     old = None
-    best: dict = {}             # fp -> (key, bytes, bad) of its first arrival (smallest key)
+    best: dict = {}  # fp -> (key, bytes, bad) of its first arrival (smallest key)
     counters = []
     for item in items:
         if isinstance(item, Part):
@@ -445,11 +441,15 @@ def _merge(task: _Task, split: int, items: Iterator) -> Iterator[Part]:
         raise RuntimeError(f"partition {split} has no visited set: the union is not co-partitioned")
     fresh = sorted((v[0], fp, v[1], v[2]) for fp, v in best.items() if not _contains(old.visited, fp))
     stats = _add_counters(counters)
-    stats.update(new=len(fresh), min_key=fresh[0][0] if fresh else None,
-                 state_bad=next(((key, bad) for key, _, _, bad in fresh if bad), None))
+    stats.update(
+        new=len(fresh),
+        min_key=fresh[0][0] if fresh else None,
+        state_bad=next(((key, bad) for key, _, _, bad in fresh if bad), None),
+    )
     _maybe_fail(task, split, "merge")
-    yield Part(_merged(old.visited, sorted(fp for _, fp, _, _ in fresh)),
-               [(key, data) for key, _, data, _ in fresh], stats)
+    yield Part(
+        _merged(old.visited, sorted(fp for _, fp, _, _ in fresh)), [(key, data) for key, _, data, _ in fresh], stats
+    )
 
 
 def _contains(sorted_fps: array, fp: int) -> bool:
@@ -465,7 +465,7 @@ def _merged(sorted_fps: array, new_sorted: list) -> array:
 
 
 def _add_counters(counters) -> dict:
-    out = {"generated": 0, "coverage": Counter(), "action_bad": None, "reach": {}}
+    out: dict = {"generated": 0, "coverage": Counter(), "action_bad": None, "reach": {}}
     for c in counters:
         out["generated"] += c["generated"]
         out["coverage"].update(c["coverage"])
@@ -476,7 +476,7 @@ def _add_counters(counters) -> dict:
     return out
 
 
-def _first(a: Optional[tuple], b: Optional[tuple]) -> Optional[tuple]:
+def _first(a: tuple | None, b: tuple | None) -> tuple | None:
     """Of two (key, ...) pairs, the one with the smaller key; None is absent."""
     if a is None or (b is not None and b[0] < a[0]):
         return b
@@ -507,7 +507,7 @@ def _count_steps_until(task: _Task, cut: bytes, parts: Iterator[Part]) -> Iterat
     keys of one level have one length, so bytes order is (parent, index) order."""
     model, _ = _tools(task)
     parent, last = cut[:-2], int.from_bytes(cut[-2:], "big")
-    steps, coverage = 0, Counter()
+    steps, coverage = 0, Counter[str]()
     for part in parts:
         for path, data in part.frontier:
             if path > parent:
@@ -522,19 +522,22 @@ def _count_steps_until(task: _Task, cut: bytes, parts: Iterator[Part]) -> Iterat
 
 def _has_successor(task: _Task, parts: Iterator[Part]) -> Iterator[bool]:
     model, _ = _tools(task)
-    yield any(next(iter(model.successors(decode(data))), None) is not None
-              for part in parts for _, data in part.frontier)
+    yield any(
+        next(iter(model.successors(decode(data))), None) is not None for part in parts for _, data in part.frontier
+    )
 
 
 # ---------------------------------------------------------------- the driver
 
+
 @dataclass
 class _Stop:
     """Where, inside a level, the local explorer stops."""
+
     key: bytes
-    order: int                  # at one key the local explorer meets an action violation first,
-    kind: str                   # then a --reach stop, then a state violation
-    invariant: Optional[str] = None
+    order: int  # at one key the local explorer meets an action violation first,
+    kind: str  # then a --reach stop, then a state violation
+    invariant: str | None = None
 
     @property
     def counts_child(self) -> bool:
@@ -550,27 +553,39 @@ class _Stop:
 class _SparkBFS:
     """One search: the driver's loop over levels and its counters."""
 
-    def __init__(self, sc, cfg: Config, invariants, limits: Limits, partitions: int, checkpoint_dir: Optional[str],
-                 checkpoint_every: int, progress, stop_when_reached, faults: tuple):
+    def __init__(
+        self,
+        sc,
+        cfg: Config,
+        invariants,
+        limits: Limits,
+        partitions: int,
+        checkpoint_dir: str | None,
+        checkpoint_every: int,
+        progress,
+        stop_when_reached,
+        faults: tuple,
+    ):
         from kafkamc.invariants.suite import InvariantSuite
+
         if partitions < 1:
             raise ValueError(f"partitions must be at least 1 (got {partitions})")
         self.sc, self.cfg, self.limits, self.P = sc, cfg.validated(), limits, partitions
         self.model = Model(self.cfg)
-        self.suite = InvariantSuite(self.cfg, invariants)     # bad names fail here, not on an executor
+        self.suite = InvariantSuite(self.cfg, invariants)  # bad names fail here, not on an executor
         self.base = _Task(self.cfg, tuple(invariants) if invariants is not None else None, faults=faults)
         self.progress = progress
         self.checkpoint_every = checkpoint_every
         self.targets = set(stop_when_reached)
         self.unreached = [name for name, _ in self.suite.reach_functions()]
-        self.witnesses: dict = {}            # reachability property -> key of its first step
+        self.witnesses: dict = {}  # reachability property -> key of its first step
         self.distinct = self.generated = self.depth = self.queue = 0
-        self.min_key: Optional[bytes] = None  # the first state of the frontier, in BFS order
+        self.min_key: bytes | None = None  # the first state of the frontier, in BFS order
         self.coverage: Counter = Counter()
-        self.stop_reason: Optional[str] = None
-        self.violation: Optional[tuple] = None   # (invariant, kind, key)
+        self.stop_reason: str | None = None
+        self.violation: tuple | None = None  # (invariant, kind, key)
         self.reached_all = False
-        self.cached: list = []                  # the parts RDDs still cached, oldest first
+        self.cached: list = []  # the parts RDDs still cached, oldest first
         self.start = time.monotonic()
         self._check_round_trip()
         self.checkpoint_dir, self.checkpoint_is_temp = self._checkpoint_dir(checkpoint_dir)
@@ -580,7 +595,7 @@ class _SparkBFS:
             if state_from_key(s.key()) != s:
                 raise RuntimeError("state_from_key no longer inverts State.key(): update checker/spark.py")
 
-    def _checkpoint_dir(self, given: Optional[str]) -> tuple[Optional[str], bool]:
+    def _checkpoint_dir(self, given: str | None) -> tuple[str | None, bool]:
         """(this run's checkpoint folder, whether it is a local temporary folder). On a cluster,
         checkpoints need storage that every executor sees (HDFS, S3...): none is guessed."""
         if self.checkpoint_every <= 0:
@@ -625,8 +640,11 @@ class _SparkBFS:
             entries.append((fp, (_index_bytes(i), fp, data)))
         self.queue = len(entries)
         self.min_key = min((key for _, (key, _, _) in entries), default=None)
-        parts = (self.sc.parallelize(entries, self.P).partitionBy(self.P, _owner)
-                 .mapPartitions(_initial_part, preservesPartitioning=True))
+        parts = (
+            self.sc.parallelize(entries, self.P)
+            .partitionBy(self.P, _owner)
+            .mapPartitions(_initial_part, preservesPartitioning=True)
+        )
         return self._keep(parts, level=0)
 
     def _levels(self, parts) -> None:
@@ -657,7 +675,8 @@ class _SparkBFS:
         """The level's one job; returns the new parts and the level's counters, all partitions added."""
         successors = parts.mapPartitionsWithIndex(partial(_expand, task)).partitionBy(self.P, _owner)
         nxt = parts.union(_read_like(parts, successors)).mapPartitionsWithIndex(
-            partial(_merge, task), preservesPartitioning=True)
+            partial(_merge, task), preservesPartitioning=True
+        )
         nxt = self._keep(nxt, task.level)
         stats = self._collect(nxt.map(_stats_of))
         totals = _add_counters(stats)
@@ -673,6 +692,7 @@ class _SparkBFS:
         partition is then recomputed from the last checkpoint, not from level 0. Two older
         levels stay cached: the parents, for the counts at a stop, and a short way back."""
         from pyspark import StorageLevel
+
         rdd.persist(StorageLevel.MEMORY_AND_DISK)
         if self.checkpoint_dir and level > 0 and level % self.checkpoint_every == 0:
             rdd.checkpoint()
@@ -686,6 +706,7 @@ class _SparkBFS:
 
     def _job(self, action: Callable, *args):
         from py4j.protocol import Py4JJavaError
+
         try:
             return action(*args)
         except Py4JJavaError as e:
@@ -693,7 +714,7 @@ class _SparkBFS:
 
     # ---- where a level stops
 
-    def _stop_in_level(self, nxt, totals: dict) -> Optional[_Stop]:
+    def _stop_in_level(self, nxt, totals: dict) -> _Stop | None:
         """The first event of this level, in local BFS order, that ends the search."""
         found = []
         if totals["action_bad"]:
@@ -760,15 +781,25 @@ class _SparkBFS:
 
     # ---- results
 
-    def _report(self, final: bool = False, level: Optional[int] = None, new: int = 0, seconds: float = 0.0) -> None:
+    def _report(self, final: bool = False, level: int | None = None, new: int = 0, seconds: float = 0.0) -> None:
         if self.progress is None:
             return
         elapsed = time.monotonic() - self.start
-        self.progress({"distinct": self.distinct, "generated": self.generated, "queue": self.queue,
-                       "depth": self.depth, "elapsed": elapsed,
-                       "rate": self.distinct / elapsed if elapsed > 0 else 0.0, "final": final,
-                       "level": level, "new": new, "level_seconds": seconds,
-                       "level_rate": new / seconds if seconds > 0 else 0.0})
+        self.progress(
+            {
+                "distinct": self.distinct,
+                "generated": self.generated,
+                "queue": self.queue,
+                "depth": self.depth,
+                "elapsed": elapsed,
+                "rate": self.distinct / elapsed if elapsed > 0 else 0.0,
+                "final": final,
+                "level": level,
+                "new": new,
+                "level_seconds": seconds,
+                "level_rate": new / seconds if seconds > 0 else 0.0,
+            }
+        )
 
     def _trace(self, key: bytes) -> list:
         init, steps = decode_key(key)
@@ -787,8 +818,18 @@ class _SparkBFS:
         else:
             verdict = "holds"
         reached = {name: self._trace(key) for name, key in self.witnesses.items()}
-        return Result(verdict, "bfs", self.distinct, self.generated, self.depth, time.monotonic() - self.start,
-                      self.stop_reason, violation, self.coverage, reached)
+        return Result(
+            verdict,
+            "bfs",
+            self.distinct,
+            self.generated,
+            self.depth,
+            time.monotonic() - self.start,
+            self.stop_reason,
+            violation,
+            self.coverage,
+            reached,
+        )
 
     def _cleanup(self) -> None:
         for rdd in self.cached:
@@ -797,7 +838,7 @@ class _SparkBFS:
             except Exception:  # noqa: BLE001 - a stopped context has nothing left to free
                 pass
         self.cached = []
-        if self.checkpoint_is_temp:
+        if self.checkpoint_is_temp and self.checkpoint_dir:
             shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
         elif self.checkpoint_dir:
             _remove_dir(self.sc, self.checkpoint_dir)
@@ -811,9 +852,14 @@ def _read_like(parts, successors):
     adds a Python pass that unpickles and re-pickles every successor before the union: about
     a tenth of the run time. With other serializers than these, PySpark's own path is kept."""
     from pyspark.serializers import AutoBatchedSerializer, BatchedSerializer, CPickleSerializer
+
     theirs, ours = successors._jrdd_deserializer, parts._jrdd_deserializer
-    if (type(theirs) is BatchedSerializer and type(ours) is AutoBatchedSerializer
-            and type(theirs.serializer) is CPickleSerializer and type(ours.serializer) is CPickleSerializer):
+    if (
+        type(theirs) is BatchedSerializer
+        and type(ours) is AutoBatchedSerializer
+        and type(theirs.serializer) is CPickleSerializer
+        and type(ours.serializer) is CPickleSerializer
+    ):
         successors._jrdd_deserializer = ours
     return successors
 
@@ -836,11 +882,22 @@ def _python_error(e: BaseException) -> str:
 
 # ---------------------------------------------------------------- the entry point
 
-def explore_spark(cfg: Config, invariants: Optional[list[str]] = None, limits: Limits = Limits(),
-                  partitions: int = 4, master: Optional[str] = "local[*]", conf: Optional[Mapping] = None,
-                  checkpoint_dir: Optional[str] = None, checkpoint_every: int = 4,
-                  progress: Optional[Callable[[dict], None]] = None, *, sc=None,
-                  stop_when_reached: frozenset = frozenset(), inject_faults: tuple = ()) -> Result:
+
+def explore_spark(
+    cfg: Config,
+    invariants: list[str] | None = None,
+    limits: Limits = Limits(),
+    partitions: int = 4,
+    master: str | None = "local[*]",
+    conf: Mapping | None = None,
+    checkpoint_dir: str | None = None,
+    checkpoint_every: int = 4,
+    progress: Callable[[dict], None] | None = None,
+    *,
+    sc=None,
+    stop_when_reached: frozenset = frozenset(),
+    inject_faults: tuple = (),
+) -> Result:
     """Level-synchronous BFS on Spark, returning the local explorer's Result.
 
     Distinct and generated counts, depth, verdict, stop reason, coverage, counterexample and
@@ -861,9 +918,28 @@ def explore_spark(cfg: Config, invariants: Optional[list[str]] = None, limits: L
     """
     if sc is None:
         with spark_context(master, conf) as own:
-            return explore_spark(cfg, invariants, limits, partitions, checkpoint_dir=checkpoint_dir,
-                                 checkpoint_every=checkpoint_every, progress=progress, sc=own,
-                                 stop_when_reached=stop_when_reached, inject_faults=inject_faults)
+            return explore_spark(
+                cfg,
+                invariants,
+                limits,
+                partitions,
+                checkpoint_dir=checkpoint_dir,
+                checkpoint_every=checkpoint_every,
+                progress=progress,
+                sc=own,
+                stop_when_reached=stop_when_reached,
+                inject_faults=inject_faults,
+            )
     ship_package(sc)
-    return _SparkBFS(sc, cfg, invariants, limits, partitions, checkpoint_dir, checkpoint_every, progress,
-                     stop_when_reached, tuple(inject_faults)).run()
+    return _SparkBFS(
+        sc,
+        cfg,
+        invariants,
+        limits,
+        partitions,
+        checkpoint_dir,
+        checkpoint_every,
+        progress,
+        stop_when_reached,
+        tuple(inject_faults),
+    ).run()

@@ -4,12 +4,13 @@ A Python set of ints costs about 60 bytes per state (an int object and a hash sl
 a state costs one 8-byte slot of an open-addressing table kept between 3/8 and 3/4 full,
 plus 4 bytes of parent node number and 2 of successor index: 17 to 27 bytes per state.
 """
+
 from __future__ import annotations
 
 from array import array
 
 NO_PARENT = 0xFFFFFFFF
-EMPTY = 0                # fingerprint 0 is stored as 1: a 2^-64 bias that nothing notices
+EMPTY = 0  # fingerprint 0 is stored as 1: a 2^-64 bias that nothing notices
 MAX_LOAD = 0.75
 
 
@@ -64,7 +65,7 @@ class FingerprintSet:
         table = array("Q", [EMPTY]) * size
         mask = size - 1
         for fp in old:
-            if fp:                  # the old table holds no duplicates: find a free slot
+            if fp:  # the old table holds no duplicates: find a free slot
                 i = (fp ^ (fp >> 29)) & mask
                 while table[i] != EMPTY:
                     i = (i + 1) & mask

@@ -24,6 +24,7 @@ violation is in, where one process stops at it.
 Workers are forked, so they start with the parent's model and compiled invariants;
 they ignore Ctrl-C, which the coordinating process turns into a clean stop.
 """
+
 from __future__ import annotations
 
 import gc
@@ -32,15 +33,16 @@ import signal
 import time
 import traceback
 from collections import Counter
+from collections.abc import Callable
 from queue import Empty
-from typing import Callable, Optional
 
-from kafkamc.checker.explorer import Limits, Result, Violation, replay_path
+from kafkamc.checker.contract import SearchModel
 from kafkamc.checker.keys import decode_key, index_bytes
+from kafkamc.checker.search import Limits, Result, Violation, replay_path
 from kafkamc.checker.visited import FingerprintSet
 from kafkamc.spec.state import State
 
-PEER_TIMEOUT_S = 600.0     # a peer that sends nothing for this long has died
+PEER_TIMEOUT_S = 600.0  # a peer that sends nothing for this long has died
 
 
 class WorkerFailed(RuntimeError):
@@ -53,14 +55,15 @@ class WorkerFailed(RuntimeError):
 
 # ---------------------------------------------------------------- the worker side
 
+
 class _Worker:
     def __init__(self, w: int, n: int, model, suite, inboxes: list):
         self.w, self.n = w, n
         self.model, self.suite = model, suite
         self.inboxes = inboxes
         self.visited = FingerprintSet()
-        self.frontier: list = []          # (key, State) of the newest level this worker owns
-        self.sent = [set() for _ in range(n)]    # component fingerprints each peer already has
+        self.frontier: list = []  # (key, State) of the newest level this worker owns
+        self.sent: list[set] = [set() for _ in range(n)]  # component fingerprints each peer already has
         self.fast = model.fast
         self.tags = model.fast.tags
 
@@ -79,11 +82,11 @@ class _Worker:
         quiet = suite.quiet_step(unreached) if suite is not None else (lambda p, s: True)
         reach = [(name, fn) for name, fn in suite.reach_functions() if name in unreached] if suite else []
         check_step = suite.check_step if suite is not None else (lambda p, s: None)
-        mine: dict = {}                   # fp -> (key, state) for states this worker owns
+        mine: dict = {}  # fp -> (key, state) for states this worker owns
         out: list = [{} for _ in range(n)]
         fired: Counter = Counter()
         generated = 0
-        action_bad = None                 # (key, invariant)
+        action_bad = None  # (key, invariant)
         witnesses: dict = {}
         seen, owner_of = self.visited.__contains__, model.owner_key
         cut = False
@@ -133,9 +136,16 @@ class _Worker:
             if bad and (state_bad is None or k < state_bad[0]):
                 state_bad = (k, bad)
             self.frontier.append((k, state))
-        return {"generated": generated, "new": new, "coverage": {t.__name__: c for t, c in fired.items()},
-                "action_bad": action_bad, "state_bad": state_bad, "reach": witnesses,
-                "visited_bytes": self.visited.nbytes, "cut": cut}
+        return {
+            "generated": generated,
+            "new": new,
+            "coverage": {t.__name__: c for t, c in fired.items()},
+            "action_bad": action_bad,
+            "state_bad": state_bad,
+            "reach": witnesses,
+            "visited_bytes": self.visited.nbytes,
+            "cut": cut,
+        }
 
     def _pack(self, peer: int, box: dict) -> tuple:
         """(components the peer lacks, [(fp, key, component fingerprints), ...])."""
@@ -161,14 +171,15 @@ class _Worker:
                 continue
             known = mine.get(fp)
             if known is None or k < known[0]:
-                state = State(by_fp[cfps[0]], tuple(by_fp[f] for f in cfps[1:rf + 1]), by_fp[cfps[rf + 1]],
-                              by_fp[cfps[rf + 2]])
+                state = State(
+                    by_fp[cfps[0]], tuple(by_fp[f] for f in cfps[1 : rf + 1]), by_fp[cfps[rf + 1]], by_fp[cfps[rf + 2]]
+                )
                 mine[fp] = (k, state)
 
 
 def _serve(w: int, n: int, model, suite, inboxes: list, conn) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)      # the coordinator decides what Ctrl-C means
-    gc.disable()                                       # see explorer.cyclic_gc_paused
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides what Ctrl-C means
+    gc.disable()  # see explorer.cyclic_gc_paused
     worker = _Worker(w, n, model, suite, inboxes)
     try:
         while True:
@@ -176,7 +187,7 @@ def _serve(w: int, n: int, model, suite, inboxes: list, conn) -> None:
             if command == "stop":
                 return
             conn.send(("ok", getattr(worker, command)(arg)))
-    except BaseException as e:          # report anything, then end this process
+    except BaseException as e:  # report anything, then end this process
         try:
             conn.send(("error", (f"worker {w}: {type(e).__name__}: {e}", traceback.format_exc())))
         except OSError:
@@ -185,9 +196,15 @@ def _serve(w: int, n: int, model, suite, inboxes: list, conn) -> None:
 
 # ---------------------------------------------------------------- the coordinating side
 
-def explore_workers(model, checks, n: int, limits: Limits = Limits(),
-                    progress: Optional[Callable[[dict], None]] = None,
-                    stop_when_reached: frozenset = frozenset()) -> Result:
+
+def explore_workers(
+    model: SearchModel,
+    checks,
+    n: int,
+    limits: Limits = Limits(),
+    progress: Callable[[dict], None] | None = None,
+    stop_when_reached: frozenset = frozenset(),
+) -> Result:
     """Level-synchronous BFS over n forked worker processes; same contract as explore()."""
     if n < 2:
         raise ValueError("explore_workers needs at least 2 workers")
@@ -230,8 +247,8 @@ class _Coordinator:
         self.distinct = self.generated = self.depth = self.frontier = 0
         self.coverage: Counter = Counter()
         self.unreached = [name for name, _ in checks.reach_functions()] if checks is not None else []
-        self.witnesses: dict = {}         # name -> key
-        self.violation = None             # (key, invariant, kind)
+        self.witnesses: dict = {}  # name -> key
+        self.violation = None  # (key, invariant, kind)
         self.stop_reason = None
         self.visited_bytes = 0
 
@@ -260,7 +277,8 @@ class _Coordinator:
 
     def _initial(self) -> bool:
         model, checks = self.model, self.checks
-        seen, entries = set(), [[] for _ in range(self.n)]
+        seen: set = set()
+        entries: list[list] = [[] for _ in range(self.n)]
         for i, s in enumerate(model.initial_states()):
             self.generated += 1
             fp = model.fingerprint(s)
@@ -310,8 +328,12 @@ class _Coordinator:
                 self.unreached.remove(name)
                 self.targets.discard(name)
         # At one key, the step is checked before the state it leads to.
-        found = [(r[kind][0], order, r[kind][1], label) for r in replies
-                 for order, (kind, label) in enumerate((("action_bad", "action"), ("state_bad", "state"))) if r[kind]]
+        found = [
+            (r[kind][0], order, r[kind][1], label)
+            for r in replies
+            for order, (kind, label) in enumerate((("action_bad", "action"), ("state_bad", "state")))
+            if r[kind]
+        ]
         if found:
             key, _, name, kind = min(found)
             self.violation = (key, name, kind)
@@ -326,8 +348,15 @@ class _Coordinator:
 
     def _stats(self, final: bool = False) -> dict:
         el = time.monotonic() - self.start
-        return {"distinct": self.distinct, "generated": self.generated, "queue": self.frontier,
-                "depth": self.depth, "elapsed": el, "rate": self.distinct / el if el > 0 else 0.0, "final": final}
+        return {
+            "distinct": self.distinct,
+            "generated": self.generated,
+            "queue": self.frontier,
+            "depth": self.depth,
+            "elapsed": el,
+            "rate": self.distinct / el if el > 0 else 0.0,
+            "final": final,
+        }
 
     def _trace(self, key: bytes) -> list:
         init, steps = decode_key(key)
@@ -348,5 +377,16 @@ class _Coordinator:
             verdict = "holds"
         if self.progress is not None:
             self.progress(self._stats(final=True))
-        return Result(verdict, "bfs", self.distinct, self.generated, self.depth, time.monotonic() - self.start,
-                      self.stop_reason, violation, self.coverage, reached, visited_bytes=self.visited_bytes)
+        return Result(
+            verdict,
+            "bfs",
+            self.distinct,
+            self.generated,
+            self.depth,
+            time.monotonic() - self.start,
+            self.stop_reason,
+            violation,
+            self.coverage,
+            reached,
+            visited_bytes=self.visited_bytes,
+        )

@@ -1,9 +1,11 @@
 """What every command module shares: exit statuses and the bad-input exception."""
+
 from __future__ import annotations
 
 import click
-
+from kafkamc.spec.bounds import Bound
 from kafkamc.spec.config import ACKS, Config
+from kafkamc.spec.next import BOUNDS
 from kafkamc.spec.protocol import NEWEST, ProtocolError, parse_rule, preset
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
@@ -14,32 +16,50 @@ class UsageProblem(Exception):
 
 
 DEFAULTS = Config()
-CONFIG_OPTION_NAMES = ("rf", "minisr", "acks", "unclean", "era", "rules", "elr", "max_records", "max_crashes",
-                       "max_unclean_crashes", "max_fences", "max_isr_shrinks", "symmetry")
+# The bounds' flags come from the actions that declare them (spec/next.py).
+CONFIG_OPTION_NAMES = (
+    "rf",
+    "minisr",
+    "acks",
+    "unclean",
+    "era",
+    "rules",
+    "elr",
+    *(b.setting for b in BOUNDS),
+    "symmetry",
+)
 
 
-def _bound(name: str, help_text: str):
-    return click.option("--" + name.replace("_", "-"), name, type=int, default=getattr(DEFAULTS, name),
-                        show_default=True, help=help_text)
+def _bound(b: Bound):
+    return click.option(b.flag, b.setting, type=int, default=b.default, show_default=True, help=b.meaning)
 
 
 _CONFIG_OPTIONS = (
     click.option("--rf", type=int, default=DEFAULTS.rf, show_default=True, help="replication factor (brokers)"),
     click.option("--minisr", type=int, default=DEFAULTS.minisr, show_default=True, help="min.insync.replicas"),
     click.option("--acks", type=click.Choice(ACKS), default=DEFAULTS.acks, show_default=True, help="producer acks"),
-    click.option("--unclean/--no-unclean", default=DEFAULTS.unclean, show_default=True,
-                 help="unclean.leader.election.enable"),
-    click.option("--protocol", "era", default=NEWEST, show_default=True, metavar="ERA",
-                 help="Kafka release whose replication rules apply (`kafkamc protocols` lists them)"),
-    click.option("--rule", "rules", multiple=True, metavar="NAME=VALUE", help="override one protocol rule (repeatable)"),
+    click.option(
+        "--unclean/--no-unclean", default=DEFAULTS.unclean, show_default=True, help="unclean.leader.election.enable"
+    ),
+    click.option(
+        "--protocol",
+        "era",
+        default=NEWEST,
+        show_default=True,
+        metavar="ERA",
+        help="Kafka release whose replication rules apply (`kafkamc protocols` lists them)",
+    ),
+    click.option(
+        "--rule", "rules", multiple=True, metavar="NAME=VALUE", help="override one protocol rule (repeatable)"
+    ),
     click.option("--elr/--no-elr", default=None, help="eligible leader replicas, KIP-966 (default: as the protocol)"),
-    _bound("max_records", "records producers may append"),
-    _bound("max_crashes", "clean shutdowns (log kept whole)"),
-    _bound("max_unclean_crashes", "hard crashes that lose the unflushed log tail"),
-    _bound("max_fences", "live brokers fenced by the controller (makes zombie leaders)"),
-    _bound("max_isr_shrinks", "ISR shrinks the leaders may request"),
-    click.option("--symmetry/--no-symmetry", default=DEFAULTS.symmetry, show_default=True,
-                 help="count states that differ only by broker ids once (every replica assignment order is checked)"),
+    *(_bound(b) for b in BOUNDS),
+    click.option(
+        "--symmetry/--no-symmetry",
+        default=DEFAULTS.symmetry,
+        show_default=True,
+        help="count states that differ only by broker ids once (every replica assignment order is checked)",
+    ),
 )
 
 

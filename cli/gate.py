@@ -1,13 +1,13 @@
 """`kafkamc gate FILE.toml`: run a matrix of configurations as a CI gate."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import click
+from kafkamc.cli.common import EXIT_HOLDS, EXIT_VIOLATED, UsageProblem
 from rich.console import Console
 from rich.table import Table
-
-from kafkamc.cli.common import EXIT_HOLDS, EXIT_VIOLATED, UsageProblem
 
 
 def register(cli_group) -> None:
@@ -16,16 +16,26 @@ def register(cli_group) -> None:
 
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--junit", "junit", type=click.Path(dir_okay=False), default=None,
-              help="write JUnit XML here; counterexamples are saved beside it")
-@click.option("--out-dir", type=click.Path(file_okay=False), default=None,
-              help="where unexpected counterexamples are saved (default: beside --junit, else ./kafkamc-gate)")
+@click.option(
+    "--junit",
+    "junit",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="write JUnit XML here; counterexamples are saved beside it",
+)
+@click.option(
+    "--out-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="where unexpected counterexamples are saved (default: beside --junit, else ./kafkamc-gate)",
+)
 def gate(file, junit, out_dir):
     """Run every configuration of a gate file and compare with its expectation.
 
     Exit 0 when every expectation is met, 1 otherwise, 2 for a bad gate file.
     """
     from kafkamc.checker.gate import GateError, config_summary, junit_xml, load_gate, run_entry
+
     try:
         entries = load_gate(file)
     except GateError as e:
@@ -43,9 +53,15 @@ def gate(file, junit, out_dir):
         table.add_column(col)
     for o in outcomes:
         want = "holds" if o.entry.expect == "holds" else f"violates {o.entry.invariant}"
-        table.add_row(o.entry.name, config_summary(o.entry.config), want, o.got,
-                      f"{o.run.result.distinct_states:,}", f"{o.seconds:.1f}s",
-                      "[green]ok[/green]" if o.ok else "[bold red]FAIL[/bold red]")
+        table.add_row(
+            o.entry.name,
+            config_summary(o.entry.config),
+            want,
+            o.got,
+            f"{o.run.result.distinct_states:,}",
+            f"{o.seconds:.1f}s",
+            "[green]ok[/green]" if o.ok else "[bold red]FAIL[/bold red]",
+        )
     console.print(table)
     for o in outcomes:
         for f in o.files:

@@ -1,4 +1,5 @@
 """The kafkamc command line. Exit status: 0 holds, 1 violated, 2 bad input, 3 stopped at a limit."""
+
 from __future__ import annotations
 
 import json
@@ -6,18 +7,25 @@ import os
 import sys
 
 import click
-from rich.console import Console
-
 from kafkamc.checker.explorer import STRATEGIES, Limits
 from kafkamc.checker.run import CheckRun, run_check
-from kafkamc.invariants.catalog import INVARIANTS
 from kafkamc.cli.common import (
-    EXIT_HOLDS, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_VIOLATED, UsageProblem, build_config, build_protocol, config_options,
+    EXIT_HOLDS,
+    EXIT_INCOMPLETE,
+    EXIT_USAGE,
+    EXIT_VIOLATED,
+    UsageProblem,
+    build_config,
+    build_protocol,
+    config_options,
 )
+from kafkamc.invariants.catalog import INVARIANTS
 from kafkamc.spec.config import ConfigError
 from kafkamc.spec.protocol import ERAS, NEWEST, PRESETS, RULES
 from kafkamc.traces import render as render_mod
 from kafkamc.traces.trace import TraceError, load
+from rich.console import Console
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kafkamc", prog_name="kafkamc")
@@ -27,34 +35,99 @@ def cli():
 
 @cli.command()
 @config_options
-@click.option("--strategy", type=click.Choice(STRATEGIES), default="bfs", show_default=True,
-              help="bfs finds a shortest counterexample; dfs uses less memory")
+@click.option(
+    "--strategy",
+    type=click.Choice(STRATEGIES),
+    default="bfs",
+    show_default=True,
+    help="bfs finds a shortest counterexample; dfs uses less memory",
+)
 @click.option("--max-states", type=int, default=None, help="stop after this many distinct states")
 @click.option("--max-depth", type=int, default=None, help="do not explore beyond this depth")
 @click.option("--time-limit", type=float, default=None, help="stop after this many seconds")
-@click.option("--invariant", "invariants", multiple=True, metavar="NAME",
-              help="check only these invariants (repeatable; default: all)")
-@click.option("--trace-out", type=click.Path(dir_okay=False), default="kafkamc-trace.json", show_default=True,
-              help="where a counterexample trace is saved")
-@click.option("--workers", default="auto", show_default=True, metavar="N|auto",
-              help="local BFS across N processes; auto: one per CPU (at most 8), one for dfs")
-@click.option("--engine", type=click.Choice(("local", "spark")), default="local", show_default=True,
-              help="local: one process; spark: BFS partitioned across Spark executors")
-@click.option("--spark-master", default=None, metavar="URL",
-              help="Spark master for --engine spark (spark://host:7077, yarn, local[N]); "
-                   "default: spark-submit's --master, else local[*]")
-@click.option("--partitions", type=int, default=max(os.cpu_count() or 2, 2), show_default=True,
-              help="Spark partitions: fingerprint owners, fixed for the run")
-@click.option("--checkpoint-dir", default=None, metavar="DIR",
-              help="reliable checkpoints for --engine spark (shared storage on a cluster)")
-@click.option("--conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
-              help="Spark configuration passed through (repeatable), e.g. spark.driver.memory=8g")
-@click.option("--reach", "reach", multiple=True, metavar="NAME",
-              help="search for a shortest path to this reachability property and save it (repeatable)")
+@click.option(
+    "--invariant",
+    "invariants",
+    multiple=True,
+    metavar="NAME",
+    help="check only these invariants (repeatable; default: all)",
+)
+@click.option(
+    "--trace-out",
+    type=click.Path(dir_okay=False),
+    default="kafkamc-trace.json",
+    show_default=True,
+    help="where a counterexample trace is saved",
+)
+@click.option(
+    "--workers",
+    default="auto",
+    show_default=True,
+    metavar="N|auto",
+    help="local BFS across N processes; auto: one per CPU (at most 8), one for dfs",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(("local", "reference", "spark")),
+    default="local",
+    show_default=True,
+    help="local: the fast path, in one process or --workers; reference: a plain BFS over the step "
+    "functions with no cache (the oracle, slow); spark: BFS partitioned across Spark executors",
+)
+@click.option(
+    "--spark-master",
+    default=None,
+    metavar="URL",
+    help="Spark master for --engine spark (spark://host:7077, yarn, local[N]); "
+    "default: spark-submit's --master, else local[*]",
+)
+@click.option(
+    "--partitions",
+    type=int,
+    default=max(os.cpu_count() or 2, 2),
+    show_default=True,
+    help="Spark partitions: fingerprint owners, fixed for the run",
+)
+@click.option(
+    "--checkpoint-dir",
+    default=None,
+    metavar="DIR",
+    help="reliable checkpoints for --engine spark (shared storage on a cluster)",
+)
+@click.option(
+    "--conf",
+    "spark_conf",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Spark configuration passed through (repeatable), e.g. spark.driver.memory=8g",
+)
+@click.option(
+    "--reach",
+    "reach",
+    multiple=True,
+    metavar="NAME",
+    help="search for a shortest path to this reachability property and save it (repeatable)",
+)
 @click.option("--json", "as_json", is_flag=True, help="print one JSON summary on stdout")
 @click.option("--quiet", is_flag=True, help="no progress on stderr")
-def check(strategy, max_states, max_depth, time_limit, invariants, workers, engine, spark_master, partitions,
-          checkpoint_dir, spark_conf, reach, trace_out, as_json, quiet, **config_flags):
+def check(
+    strategy,
+    max_states,
+    max_depth,
+    time_limit,
+    invariants,
+    workers,
+    engine,
+    spark_master,
+    partitions,
+    checkpoint_dir,
+    spark_conf,
+    reach,
+    trace_out,
+    as_json,
+    quiet,
+    **config_flags,
+):
     """Explore every reachable state within the bounds and check the invariants."""
     cfg = build_config(config_flags)
     workers = _workers(workers, strategy, engine)
@@ -68,21 +141,36 @@ def check(strategy, max_states, max_depth, time_limit, invariants, workers, engi
     names = [known[n.lower()] for n in invariants] or None
     limits = Limits(max_states=max_states, time_limit=time_limit, max_depth=max_depth)
     spark = _spark_settings(engine, strategy, spark_master, partitions, checkpoint_dir, spark_conf)
-    run = _run_spark_safely(cfg, strategy, limits, names, not quiet, trace_out, tuple(reach), spark, workers)
+    run = _run_spark_safely(
+        cfg,
+        strategy,
+        limits,
+        names,
+        not quiet,
+        trace_out,
+        tuple(reach),
+        spark,
+        workers,
+        reference=engine == "reference",
+    )
     if as_json:
         click.echo(json.dumps(run.summary(), indent=1))
     else:
         _print_run(run)
     if reach and run.result.verdict == "holds":
-        return EXIT_VIOLATED          # exhausted without reaching the target: unreachable within the bounds
-    return {"holds": EXIT_HOLDS, "reached": EXIT_HOLDS, "violated": EXIT_VIOLATED,
-            "incomplete": EXIT_INCOMPLETE}[run.result.verdict]
+        return EXIT_VIOLATED  # exhausted without reaching the target: unreachable within the bounds
+    return {"holds": EXIT_HOLDS, "reached": EXIT_HOLDS, "violated": EXIT_VIOLATED, "incomplete": EXIT_INCOMPLETE}[
+        run.result.verdict
+    ]
 
 
 def _spark_settings(engine, strategy, master, partitions, checkpoint_dir, conf):
-    if engine == "local":
+    if engine == "reference" and strategy != "bfs":
+        raise UsageProblem("--engine reference runs breadth-first only; drop --strategy dfs")
+    if engine != "spark":
         return None
     from kafkamc.checker.run import SparkSettings
+
     if strategy != "bfs":
         raise UsageProblem("--engine spark runs breadth-first only; drop --strategy dfs")
     if partitions < 1:
@@ -111,23 +199,33 @@ def _workers(value: str, strategy: str, engine: str) -> int:
     if n > 1 and strategy != "bfs":
         raise UsageProblem("--workers runs breadth-first only; drop --strategy dfs")
     if n > 1 and engine != "local":
-        raise UsageProblem("--workers is for the local engine; Spark has --partitions")
+        raise UsageProblem(f"--workers is for the local engine, not --engine {engine}")
     return n
 
 
-def _run_spark_safely(cfg, strategy, limits, names, progress, trace_out, reach, spark, workers=1):
+def _run_spark_safely(cfg, strategy, limits, names, progress, trace_out, reach, spark, workers=1, reference=False):
     """A Spark that cannot start is bad input for this machine: one line, exit 2."""
     if spark is None:
         from kafkamc.checker.workers import WorkerFailed
+
         try:
-            return run_check(cfg, strategy, limits, names, progress=progress, trace_out=trace_out, reach=reach,
-                             workers=workers)
+            return run_check(
+                cfg,
+                strategy,
+                limits,
+                names,
+                progress=progress,
+                trace_out=trace_out,
+                reach=reach,
+                workers=workers,
+                reference=reference,
+            )
         except WorkerFailed as e:
             raise UsageProblem(f"a worker process failed: {e}") from None
     from kafkamc.checker.spark import SparkJobFailed, SparkUnavailable
+
     try:
-        return run_check(cfg, strategy, limits, names, progress=progress, trace_out=trace_out, reach=reach,
-                         spark=spark)
+        return run_check(cfg, strategy, limits, names, progress=progress, trace_out=trace_out, reach=reach, spark=spark)
     except SparkUnavailable as e:
         raise UsageProblem(f"Spark could not start: {e}") from None
     except SparkJobFailed as e:
@@ -140,47 +238,69 @@ def _print_run(run: CheckRun) -> None:
     r, cfg = run.result, run.config
     if run.trace is not None:
         render_mod.render(run.trace, console)
-    console.print(f"configuration: rf={cfg.rf} minisr={cfg.minisr} acks={cfg.acks} "
-                  f"unclean={'on' if cfg.unclean else 'off'}"
-                  + (f" (min.insync.replicas capped at rf: {cfg.effective_minisr})" if cfg.minisr > cfg.rf else ""))
+    console.print(
+        f"configuration: rf={cfg.rf} minisr={cfg.minisr} acks={cfg.acks} "
+        f"unclean={'on' if cfg.unclean else 'off'}"
+        + (f" (min.insync.replicas capped at rf: {cfg.effective_minisr})" if cfg.minisr > cfg.rf else "")
+    )
     proto = run.protocol()
     changed = cfg.protocol.differences(PRESETS[NEWEST])
-    console.print(f"protocol: {proto['era']}" + (" (rules as of Kafka " + proto["era"] + ")" if proto["era"] != "custom" else "")
-                  + ("; differs from the newest in " + ", ".join(f"{k}={v}" for k, v in changed.items()) if changed else ""))
+    console.print(
+        f"protocol: {proto['era']}"
+        + (" (rules as of Kafka " + proto["era"] + ")" if proto["era"] != "custom" else "")
+        + ("; differs from the newest in " + ", ".join(f"{k}={v}" for k, v in changed.items()) if changed else "")
+    )
     console.print("bounds: " + ", ".join(f"{k}={v}" for k, v in run.bounds().items()))
-    console.print(f"{r.distinct_states:,} distinct states, {r.states_generated:,} generated, depth {r.depth}, "
-                  f"{r.elapsed_s:.2f}s ({r.states_per_second:,.0f} distinct states/s)")
-    console.print(f"symmetry reduction: {'on (states equal up to broker ids count once)' if cfg.symmetry else 'off'}"
-                  + (f"; {run.workers} worker processes" if run.workers > 1 else ""))
-    console.print(f"fingerprint collision probability (optimistic): {r.collision_probability:.1e}"
-                  + (f"; visited set {r.bytes_per_state:.1f} bytes/state" if r.visited_bytes else ""))
+    console.print(
+        f"{r.distinct_states:,} distinct states, {r.states_generated:,} generated, depth {r.depth}, "
+        f"{r.elapsed_s:.2f}s ({r.states_per_second:,.0f} distinct states/s)"
+    )
+    console.print(
+        f"symmetry reduction: {'on (states equal up to broker ids count once)' if cfg.symmetry else 'off'}"
+        + (f"; {run.workers} worker processes" if run.workers > 1 else "")
+    )
+    console.print(
+        f"fingerprint collision probability (optimistic): {r.collision_probability:.1e}"
+        + (f"; visited set {r.bytes_per_state:.1f} bytes/state" if r.visited_bytes else "")
+    )
     console.print("actions fired: " + ", ".join(f"{k} {v:,}" for k, v in sorted(run.coverage().items())))
     for name in run.never_fired():
-        bound = run.ENABLED_BY.get(name)
-        hint = f" ({bound}={getattr(cfg, bound)})" if bound and getattr(cfg, bound) == 0 else ""
+        off = run.disabled_by(name)
+        hint = f" ({', '.join(f'{b}=0' for b in off)})" if off else ""
         console.print(f"[yellow]warning: action {name} never fired within these bounds{hint}[/yellow]")
     reached = run.reached()
     seen = [f"{k} ({v} steps)" for k, v in reached.items() if v is not None]
     console.print("reached: " + (", ".join(seen) if seen else "none"))
     for name in run.vacuity_warnings():
-        console.print(f"[yellow]warning: {name} was expected within these bounds but never happened; "
-                      "the pass may be vacuous[/yellow]")
+        console.print(
+            f"[yellow]warning: {name} was expected within these bounds but never happened; "
+            "the pass may be vacuous[/yellow]"
+        )
     if r.verdict == "reached":
-        console.print(f"[bold green]reached[/bold green]: {', '.join(run.reach_targets)}; "
-                      f"shortest witness saved to {run.trace_file}")
+        console.print(
+            f"[bold green]reached[/bold green]: {', '.join(run.reach_targets)}; "
+            f"shortest witness saved to {run.trace_file}"
+        )
     elif r.verdict == "holds" and run.reach_targets:
-        console.print(f"[bold red]unreachable[/bold red]: {', '.join(run.reach_targets)} never happens within the bounds")
+        console.print(
+            f"[bold red]unreachable[/bold red]: {', '.join(run.reach_targets)} never happens within the bounds"
+        )
     elif r.verdict == "holds":
-        console.print(f"[bold green]holds[/bold green]: every invariant ({', '.join(run.invariants)}) "
-                      "holds in every reachable state within the bounds")
+        console.print(
+            f"[bold green]holds[/bold green]: every invariant ({', '.join(run.invariants)}) "
+            "holds in every reachable state within the bounds"
+        )
     elif r.verdict == "violated":
         v = r.violation
-        console.print(f"[bold red]violated[/bold red]: {v.invariant} after {v.length} steps "
-                      f"(shortest: {'yes' if r.strategy == 'bfs' else 'not guaranteed with dfs'}); "
-                      f"trace saved to {run.trace_file}")
+        console.print(
+            f"[bold red]violated[/bold red]: {v.invariant} after {v.length} steps "
+            f"(shortest: {'yes' if r.strategy == 'bfs' else 'not guaranteed with dfs'}); "
+            f"trace saved to {run.trace_file}"
+        )
     else:
-        console.print(f"[bold yellow]incomplete[/bold yellow]: stopped at {r.stop_reason}; "
-                      "no violation among the states explored")
+        console.print(
+            f"[bold yellow]incomplete[/bold yellow]: stopped at {r.stop_reason}; no violation among the states explored"
+        )
 
 
 @cli.command("protocols")
@@ -188,10 +308,24 @@ def _print_run(run: CheckRun) -> None:
 def list_protocols(as_json):
     """List the era presets and the protocol rules each one sets."""
     if as_json:
-        click.echo(json.dumps({"rules": [{"name": r.name, "values": list(r.values), "meaning": r.meaning,
-                                          "changes": [{"value": v, "release": rel, "ref": ref} for v, rel, ref in r.changes]}
-                                         for r in RULES],
-                               "presets": {e: PRESETS[e].to_dict() for e in ERAS}, "newest": NEWEST}, indent=1))
+        click.echo(
+            json.dumps(
+                {
+                    "rules": [
+                        {
+                            "name": r.name,
+                            "values": list(r.values),
+                            "meaning": r.meaning,
+                            "changes": [{"value": v, "release": rel, "ref": ref} for v, rel, ref in r.changes],
+                        }
+                        for r in RULES
+                    ],
+                    "presets": {e: PRESETS[e].to_dict() for e in ERAS},
+                    "newest": NEWEST,
+                },
+                indent=1,
+            )
+        )
         return EXIT_HOLDS
     console = Console()
     console.print("[bold]rules[/bold] (--rule NAME=VALUE), oldest behaviour first:")
@@ -208,28 +342,42 @@ def list_protocols(as_json):
 
 
 @cli.command("durability")
-@click.option("--max-rf", type=click.IntRange(1, 3), default=3, show_default=True,
-              help="compute rows for RF 1 up to this (RF 3 takes minutes)")
+@click.option(
+    "--max-rf",
+    type=click.IntRange(1, 3),
+    default=3,
+    show_default=True,
+    help="compute rows for RF 1 up to this (RF 3 takes minutes)",
+)
 @click.option("--protocol", "era", default=NEWEST, show_default=True, metavar="ERA", help="protocol preset")
 @click.option("--json", "as_json", is_flag=True, help="print the cells as JSON")
 def durability(max_rf, era, as_json):
     """Compute the RF x min.insync.replicas durability table with the checker."""
-    from rich.table import Table
     from kafkamc.checker.durability import durability_table
+    from rich.table import Table
+
     protocol = build_protocol(era, (), None)
     console = Console(stderr=True)
 
     def show(c):
         if not as_json:
-            console.print(f"rf={c.rf} minisr={c.minisr}: writes through {c.writes}, "
-                          f"no acked loss through {c.durable} ({c.states:,} states)")
+            console.print(
+                f"rf={c.rf} minisr={c.minisr}: writes through {c.writes}, "
+                f"no acked loss through {c.durable} ({c.states:,} states)"
+            )
+
     cells = durability_table(rfs=tuple(range(1, max_rf + 1)), protocol=protocol, on_cell=show)
     if as_json:
         click.echo(json.dumps([c.to_dict() for c in cells], indent=1))
         return EXIT_HOLDS
     table = Table(title=f"durability, computed (protocol {protocol.era()})")
-    for col in ("RF", "min ISR", "keeps accepting acks=all writes through the loss of k brokers",
-                "loses no acknowledged write through the loss of k brokers", "seed table (writes / no loss)"):
+    for col in (
+        "RF",
+        "min ISR",
+        "keeps accepting acks=all writes through the loss of k brokers",
+        "loses no acknowledged write through the loss of k brokers",
+        "seed table (writes / no loss)",
+    ):
         table.add_column(col)
     for c in cells:
         table.add_row(str(c.rf), str(c.minisr), str(c.writes), str(c.durable), f"{c.seed_writes} / {c.seed_durable}")
@@ -272,6 +420,7 @@ def trace_replay(file):
         click.echo(f"replayed {t.length} steps: a real path of the model")
         return EXIT_HOLDS
     from kafkamc.invariants.suite import InvariantSuite
+
     prev = t.steps[-2][1] if len(t.steps) > 1 else None
     broken = t.invariant in InvariantSuite(t.config, [t.invariant]).all_violated(t.steps[-1][1], prev)
     verdict = "is violated at its last step" if broken else "holds at its end, unlike what the file says"
@@ -281,14 +430,19 @@ def trace_replay(file):
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="print the JSON table only")
-@click.option("--all", "everything", is_flag=True,
-              help="the whole table: also Spark local mode and the large configuration, with and without symmetry")
+@click.option(
+    "--all",
+    "everything",
+    is_flag=True,
+    help="the whole table: also Spark local mode and the large configuration, with and without symmetry",
+)
 @click.option("--run", "names", multiple=True, metavar="NAME", help="only this run of the table (repeatable)")
 def bench(as_json, everything, names):
     """Time the engines on a fixed table of configurations; each run in a fresh process.
 
     Without options: the default check with and without symmetry reduction."""
     from kafkamc.checker.bench import QUICK, RUNS, run_table
+
     for name in names:
         if name not in RUNS:
             raise UsageProblem(f"unknown benchmark run {name!r}; runs: {', '.join(RUNS)}")
@@ -299,17 +453,23 @@ def bench(as_json, everything, names):
     m = table["machine"]
     click.echo(f"machine: {m['processor']}, {m['cpus']} cpus, {m['memory_gib']} GiB, Python {m['python']}")
     for r in table["runs"]:
-        per_state = "" if r["visited_bytes_per_state"] is None else f", visited set {r['visited_bytes_per_state']} B/state"
-        click.echo(f"{r['run']} [{r['engine']}] {r['config']}: {r['distinct_states']:,} distinct states "
-                   f"({r['states_generated']:,} generated, depth {r['depth']}, {r['verdict']}) in {r['elapsed_s']:.2f}s "
-                   f"= {r['distinct_states_per_s']:,} states/s; peak memory {r['peak_memory_mib']:,} MiB"
-                   + (f" (each worker at most {r['peak_worker_memory_mib']:,} MiB)" if r["peak_worker_memory_mib"] else "")
-                   + per_state)
+        per_state = (
+            "" if r["visited_bytes_per_state"] is None else f", visited set {r['visited_bytes_per_state']} B/state"
+        )
+        click.echo(
+            f"{r['run']} [{r['engine']}] {r['config']}: {r['distinct_states']:,} distinct states "
+            f"({r['states_generated']:,} generated, depth {r['depth']}, {r['verdict']}) in {r['elapsed_s']:.2f}s "
+            f"= {r['distinct_states_per_s']:,} states/s; peak memory {r['peak_memory_mib']:,} MiB"
+            + (f" (each worker at most {r['peak_worker_memory_mib']:,} MiB)" if r["peak_worker_memory_mib"] else "")
+            + per_state
+        )
     return EXIT_HOLDS
 
 
 # Commands that live in their own modules (trace export, graphs, the CI gate).
-from kafkamc.cli import gate as _gate, trace_export as _trace_export, trace_html as _trace_html  # noqa: E402
+from kafkamc.cli import gate as _gate  # noqa: E402
+from kafkamc.cli import trace_export as _trace_export  # noqa: E402
+from kafkamc.cli import trace_html as _trace_html  # noqa: E402
 
 _trace_html.register(trace)
 _trace_export.register(cli, trace)

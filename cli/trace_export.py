@@ -1,4 +1,5 @@
 """Export commands: `trace itf`, `trace dot` and `graph` (the whole state graph of a small model)."""
+
 from __future__ import annotations
 
 import json
@@ -6,13 +7,13 @@ from pathlib import Path
 
 import click
 import networkx as nx
-
+from kafkamc.checker.fast import FastModel as Model
 from kafkamc.cli.common import EXIT_HOLDS, UsageProblem, build_config, config_options
 from kafkamc.spec.config import Config
-from kafkamc.spec.model import Model
 from kafkamc.traces import graph as graph_mod
 from kafkamc.traces.itf import to_itf
 from kafkamc.traces.trace import load
+
 
 def _write(path: str, write) -> None:
     """Call write(Path); a path that cannot be written is bad input, not a traceback."""
@@ -38,13 +39,19 @@ def _n(count: int, noun: str) -> str:
 
 def _print_report(r: dict, cfg: Config) -> None:
     scc, ends = r["scc"], r["deadlocks"]
-    click.echo(f"configuration: rf={cfg.rf} minisr={cfg.minisr} acks={cfg.acks} "
-               f"unclean={'on' if cfg.unclean else 'off'} protocol={cfg.protocol.era()}")
+    click.echo(
+        f"configuration: rf={cfg.rf} minisr={cfg.minisr} acks={cfg.acks} "
+        f"unclean={'on' if cfg.unclean else 'off'} protocol={cfg.protocol.era()}"
+    )
     click.echo("bounds: " + ", ".join(f"{k}={v}" for k, v in cfg.bounds().items()))
-    click.echo(f"{_n(r['states'], 'state')}, {_n(r['edges'], 'edge')} ({_n(r['transitions'], 'transition')}), "
-               f"{r['initial']} initial, depth {r['depth']}")
-    click.echo(f"strongly connected components: {scc['count']:,}; largest {_n(scc['largest'], 'state')}; "
-               f"{scc['nontrivial']:,} non-trivial (with a cycle) holding {_n(scc['in_nontrivial'], 'state')}")
+    click.echo(
+        f"{_n(r['states'], 'state')}, {_n(r['edges'], 'edge')} ({_n(r['transitions'], 'transition')}), "
+        f"{r['initial']} initial, depth {r['depth']}"
+    )
+    click.echo(
+        f"strongly connected components: {scc['count']:,}; largest {_n(scc['largest'], 'state')}; "
+        f"{scc['nontrivial']:,} non-trivial (with a cycle) holding {_n(scc['in_nontrivial'], 'state')}"
+    )
     click.echo(f"states with no successor: {ends['count']:,}" + (", for example:" if ends["examples"] else ""))
     for e in ends["examples"]:
         click.echo(f"  {e['state']} at depth {e['depth']}: {e['summary'].replace(chr(10), '; ')}")
@@ -56,8 +63,13 @@ def register(cli_group, trace_group) -> None:
 
     @trace_group.command("itf")
     @click.argument("file", type=click.Path(dir_okay=False))
-    @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-                  help="write the ITF JSON here (conventionally *.itf.json; default: stdout)")
+    @click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="write the ITF JSON here (conventionally *.itf.json; default: stdout)",
+    )
     def trace_itf(file, output):
         """Export a saved trace in the Informal Trace Format (Apalache, Quint)."""
         t = load(file)
@@ -71,8 +83,13 @@ def register(cli_group, trace_group) -> None:
 
     @trace_group.command("dot")
     @click.argument("file", type=click.Path(dir_okay=False))
-    @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-                  help="write Graphviz DOT here (default: stdout)")
+    @click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="write Graphviz DOT here (default: stdout)",
+    )
     @click.option("--graphml", type=click.Path(dir_okay=False), default=None, help="also write GraphML here")
     def trace_dot(file, output, graphml):
         """Export a saved trace as a graph: one node per step, one edge per action."""
@@ -87,8 +104,13 @@ def register(cli_group, trace_group) -> None:
 
     @cli_group.command("graph")
     @config_options
-    @click.option("--max-states", type=int, default=20000, show_default=True,
-                  help="refuse models with more reachable states than this")
+    @click.option(
+        "--max-states",
+        type=int,
+        default=20000,
+        show_default=True,
+        help="refuse models with more reachable states than this",
+    )
     @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="write Graphviz DOT here")
     @click.option("--graphml", type=click.Path(dir_okay=False), default=None, help="write GraphML here")
     @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
@@ -100,8 +122,10 @@ def register(cli_group, trace_group) -> None:
         try:
             g = graph_mod.state_graph(Model(cfg), max_states)
         except graph_mod.TooManyStates as e:
-            raise UsageProblem(f"{e}; the whole graph is only for small models: lower the bounds "
-                               "(--rf, --max-records, ...) or raise --max-states") from None
+            raise UsageProblem(
+                f"{e}; the whole graph is only for small models: lower the bounds "
+                "(--rf, --max-records, ...) or raise --max-states"
+            ) from None
         r = graph_mod.report(g)
         if output:
             _write_text(output, graph_mod.to_dot(g))

@@ -1,11 +1,11 @@
 """`kafkamc trace html`: a saved trace as one self-contained HTML page to step through in a browser."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import click
-
 from kafkamc.cli.common import EXIT_HOLDS, UsageProblem
 from kafkamc.traces import html
 from kafkamc.traces.trace import load
@@ -18,8 +18,7 @@ def register(trace_group) -> None:
 
     @trace_group.command("html")
     @click.argument("file", type=click.Path(dir_okay=False))
-    @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-                  help="where to write the HTML page")
+    @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="where to write the HTML page")
     def trace_html(file, output):
         """Write a saved trace as an HTML page: swim lanes, message arrows, step with the arrow keys."""
         t = load(file)

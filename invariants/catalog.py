@@ -4,16 +4,16 @@ State invariants take one View (V). Action properties take the View of the state
 (P) and after (V) a step. Quantifiers over brokers, offsets and records are expanded when
 the formula is built, so every formula is quantifier-free.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Callable
 
 import z3
-
-from kafkamc.spec.config import Config
 from kafkamc.invariants.view import View
+from kafkamc.spec.config import Config
 
 Parts = list[tuple[str, z3.BoolRef]]
 
@@ -21,8 +21,8 @@ Parts = list[tuple[str, z3.BoolRef]]
 @dataclass(frozen=True)
 class Invariant:
     name: str
-    tier: str            # "safety": what Kafka promises; "sanity": the model is well formed
-    kind: str            # "state" or "action"
+    tier: str  # "safety": what Kafka promises; "sanity": the model is well formed
+    kind: str  # "state" or "action"
     meaning: str
     build: Callable[..., Parts]
 
@@ -33,33 +33,44 @@ def _offsets(cfg: Config) -> range:
 
 def no_committed_data_loss(cfg: Config, V: View) -> Parts:
     return [
-        (f"broker {b} in the ISR holds committed offset {i}",
-         z3.Implies(z3.And(V.alive[b], V.in_isr[b], V.committed_len > i), V.log[b][i] == V.committed[i]))
-        for b in cfg.brokers for i in _offsets(cfg)
+        (
+            f"broker {b} in the ISR holds committed offset {i}",
+            z3.Implies(z3.And(V.alive[b], V.in_isr[b], V.committed_len > i), V.log[b][i] == V.committed[i]),
+        )
+        for b in cfg.brokers
+        for i in _offsets(cfg)
     ]
 
 
 def leader_completeness(cfg: Config, V: View) -> Parts:
     return [
-        (f"leader {b} holds committed offset {i}",
-         z3.Implies(z3.And(V.true_leader_is(b), V.committed_len > i), V.log[b][i] == V.committed[i]))
-        for b in cfg.brokers for i in _offsets(cfg)
+        (
+            f"leader {b} holds committed offset {i}",
+            z3.Implies(z3.And(V.true_leader_is(b), V.committed_len > i), V.log[b][i] == V.committed[i]),
+        )
+        for b in cfg.brokers
+        for i in _offsets(cfg)
     ]
 
 
 def acked_durability(cfg: Config, V: View) -> Parts:
     return [
-        (f"acknowledged record {r} is in leader {b}'s log",
-         z3.Implies(z3.And(V.acked[r], V.true_leader_is(b)), V.has_record(b, r)))
-        for r in range(1, cfg.max_records + 1) for b in cfg.brokers
+        (
+            f"acknowledged record {r} is in leader {b}'s log",
+            z3.Implies(z3.And(V.acked[r], V.true_leader_is(b)), V.has_record(b, r)),
+        )
+        for r in range(1, cfg.max_records + 1)
+        for b in cfg.brokers
     ]
 
 
 def hw_monotonic(cfg: Config, P: View, V: View) -> Parts:
     # A leader that exposes no HW (KIP-207: below its own epoch's start offset) is exempt.
     return [
-        (f"HW exposed by leader {b} is not below the HW consumers saw before",
-         z3.Implies(z3.And(V.true_leader_is(b), V.exposed[b] >= 0), V.exposed[b] >= P.hw_seen))
+        (
+            f"HW exposed by leader {b} is not below the HW consumers saw before",
+            z3.Implies(z3.And(V.true_leader_is(b), V.exposed[b] >= 0), V.exposed[b] >= P.hw_seen),
+        )
         for b in cfg.brokers
     ]
 
@@ -67,21 +78,31 @@ def hw_monotonic(cfg: Config, P: View, V: View) -> Parts:
 def no_split_brain(cfg: Config, V: View) -> Parts:
     parts: Parts = []
     for b, c in combinations(cfg.brokers, 2):
-        parts.append((f"brokers {b} and {c} do not both lead the same epoch",
-                      z3.Not(z3.And(V.leads[b], V.leads[c], V.epoch[b] == V.epoch[c]))))
+        parts.append(
+            (
+                f"brokers {b} and {c} do not both lead the same epoch",
+                z3.Not(z3.And(V.leads[b], V.leads[c], V.epoch[b] == V.epoch[c])),
+            )
+        )
     for z in cfg.brokers:
         for t in cfg.brokers:
             if z == t:
                 continue
             for i in _offsets(cfg):
-                parts.append((f"zombie {z} committed offset {i} only as leader {t} holds it",
-                              z3.Implies(z3.And(V.zombie(z), V.true_leader_is(t), V.hw[z] > i),
-                                         V.log[z][i] == V.log[t][i])))
+                parts.append(
+                    (
+                        f"zombie {z} committed offset {i} only as leader {t} holds it",
+                        z3.Implies(z3.And(V.zombie(z), V.true_leader_is(t), V.hw[z] > i), V.log[z][i] == V.log[t][i]),
+                    )
+                )
     for b, c in combinations(cfg.brokers, 2):
         for i in _offsets(cfg):
-            parts.append((f"brokers {b} and {c} agree at offset {i} below both HWs",
-                          z3.Implies(z3.And(V.alive[b], V.alive[c], V.hw[b] > i, V.hw[c] > i),
-                                     V.log[b][i] == V.log[c][i])))
+            parts.append(
+                (
+                    f"brokers {b} and {c} agree at offset {i} below both HWs",
+                    z3.Implies(z3.And(V.alive[b], V.alive[c], V.hw[b] > i, V.hw[c] > i), V.log[b][i] == V.log[c][i]),
+                )
+            )
     return parts
 
 
@@ -92,16 +113,27 @@ def well_formed(cfg: Config, V: View) -> Parts:
         parts.append((f"0 <= hw[{b}] <= leo[{b}]", z3.And(0 <= V.hw[b], V.hw[b] <= V.leo[b])))
         parts.append((f"epoch[{b}] <= controller epoch", V.epoch[b] <= V.c_epoch))
         for i in range(R):
-            parts.append((f"log[{b}][{i}] is present exactly below the LEO",
-                          (V.log[b][i] != 0) == (V.leo[b] > i)))
-            parts.append((f"log[{b}][{i}] was written in a leader epoch that exists",
-                          z3.Implies(V.leo[b] > i, z3.And(1 <= V.logep[b][i], V.logep[b][i] <= V.c_epoch))))
+            parts.append((f"log[{b}][{i}] is present exactly below the LEO", (V.log[b][i] != 0) == (V.leo[b] > i)))
+            parts.append(
+                (
+                    f"log[{b}][{i}] was written in a leader epoch that exists",
+                    z3.Implies(V.leo[b] > i, z3.And(1 <= V.logep[b][i], V.logep[b][i] <= V.c_epoch)),
+                )
+            )
             if i + 1 < R:
-                parts.append((f"log[{b}] epochs do not decrease at offset {i}",
-                              z3.Implies(V.leo[b] > i + 1, V.logep[b][i] <= V.logep[b][i + 1])))
+                parts.append(
+                    (
+                        f"log[{b}] epochs do not decrease at offset {i}",
+                        z3.Implies(V.leo[b] > i + 1, V.logep[b][i] <= V.logep[b][i + 1]),
+                    )
+                )
             for j in range(i + 1, R):
-                parts.append((f"log[{b}] holds a record once (offsets {i}, {j})",
-                              z3.Implies(V.log[b][i] != 0, V.log[b][i] != V.log[b][j])))
+                parts.append(
+                    (
+                        f"log[{b}] holds a record once (offsets {i}, {j})",
+                        z3.Implies(V.log[b][i] != 0, V.log[b][i] != V.log[b][j]),
+                    )
+                )
     elr = cfg.rule("elr") == "on"
     for b in cfg.brokers:
         parts.append((f"broker {b} is not in the ISR and the ELR at once", z3.Not(z3.And(V.in_isr[b], V.in_elr[b]))))
@@ -110,33 +142,74 @@ def well_formed(cfg: Config, V: View) -> Parts:
         # A fenced broker leaves the ISR; only without ELR does the last member stay.
         others = z3.Or([V.in_isr[o] for o in cfg.brokers if o != b]) if cfg.rf > 1 else z3.BoolVal(False)
         fenced_ok = z3.Not(others) if not elr else z3.BoolVal(False)
-        parts.append((f"fenced broker {b} is not in the ISR" + ("" if elr else " unless it is the last member"),
-                      z3.Implies(z3.And(V.in_isr[b], z3.Not(V.registered[b])), fenced_ok)))
+        parts.append(
+            (
+                f"fenced broker {b} is not in the ISR" + ("" if elr else " unless it is the last member"),
+                z3.Implies(z3.And(V.in_isr[b], z3.Not(V.registered[b])), fenced_ok),
+            )
+        )
         parts.append((f"dead broker {b} is fenced", z3.Implies(z3.Not(V.alive[b]), z3.Not(V.registered[b]))))
-    parts.append(("the controller's leader is in the ISR",
-                  z3.Or(V.c_leader == 0, z3.Or([z3.And(V.c_leader == b, V.in_isr[b]) for b in cfg.brokers]))))
+    parts.append(
+        (
+            "the controller's leader is in the ISR",
+            z3.Or(V.c_leader == 0, z3.Or([z3.And(V.c_leader == b, V.in_isr[b]) for b in cfg.brokers])),
+        )
+    )
     if not elr:
         parts.append(("the ISR is not empty", z3.Or([V.in_isr[b] for b in cfg.brokers])))
     for b, o in combinations(cfg.brokers, 2):
-        parts.append((f"a RECOVERING partition has at most one ISR member ({b}, {o})",
-                      z3.Implies(V.c_recovering, z3.Not(z3.And(V.in_isr[b], V.in_isr[o])))))
+        parts.append(
+            (
+                f"a RECOVERING partition has at most one ISR member ({b}, {o})",
+                z3.Implies(V.c_recovering, z3.Not(z3.And(V.in_isr[b], V.in_isr[o]))),
+            )
+        )
     return parts
 
 
 INVARIANTS: tuple[Invariant, ...] = (
-    Invariant("NoCommittedDataLoss", "safety", "state",
-              "a record ever committed stays at its offset in every live ISR member", no_committed_data_loss),
-    Invariant("LeaderCompleteness", "safety", "state",
-              "the partition's leader holds every record ever committed, at its offset", leader_completeness),
-    Invariant("AckedWriteDurability", "safety", "state",
-              "a write acknowledged to a producer is in the current leader's log", acked_durability),
-    Invariant("HighWatermarkMonotonic", "safety", "action",
-              "the HW consumers can read from the leader never goes backwards", hw_monotonic),
-    Invariant("NoSplitBrain", "safety", "state",
-              "one leader per epoch; a zombie commits nothing the leader lacks; no divergence below the HWs",
-              no_split_brain),
-    Invariant("WellFormed", "sanity", "state",
-              "the state is one the model should be able to build (catches spec bugs)", well_formed),
+    Invariant(
+        "NoCommittedDataLoss",
+        "safety",
+        "state",
+        "a record ever committed stays at its offset in every live ISR member",
+        no_committed_data_loss,
+    ),
+    Invariant(
+        "LeaderCompleteness",
+        "safety",
+        "state",
+        "the partition's leader holds every record ever committed, at its offset",
+        leader_completeness,
+    ),
+    Invariant(
+        "AckedWriteDurability",
+        "safety",
+        "state",
+        "a write acknowledged to a producer is in the current leader's log",
+        acked_durability,
+    ),
+    Invariant(
+        "HighWatermarkMonotonic",
+        "safety",
+        "action",
+        "the HW consumers can read from the leader never goes backwards",
+        hw_monotonic,
+    ),
+    Invariant(
+        "NoSplitBrain",
+        "safety",
+        "state",
+        "one leader per epoch; a zombie commits nothing the leader lacks; no divergence below the HWs",
+        no_split_brain,
+    ),
+    Invariant(
+        "WellFormed",
+        "sanity",
+        "state",
+        "the state is one the model should be able to build (catches spec bugs)",
+        well_formed,
+    ),
 )
 
 

@@ -3,6 +3,7 @@
 A Z3 solver call per explored state costs milliseconds; the generated function costs about
 a microsecond and computes the same truth value (a test checks this on sampled states).
 """
+
 from __future__ import annotations
 
 import re
@@ -12,8 +13,13 @@ from z3 import z3consts as K
 
 _NARY = {K.Z3_OP_AND: " and ", K.Z3_OP_OR: " or ", K.Z3_OP_ADD: " + ", K.Z3_OP_MUL: " * "}
 _BINARY = {
-    K.Z3_OP_EQ: "==", K.Z3_OP_LE: "<=", K.Z3_OP_LT: "<", K.Z3_OP_GE: ">=", K.Z3_OP_GT: ">",
-    K.Z3_OP_SUB: "-", K.Z3_OP_IFF: "==",
+    K.Z3_OP_EQ: "==",
+    K.Z3_OP_LE: "<=",
+    K.Z3_OP_LT: "<",
+    K.Z3_OP_GE: ">=",
+    K.Z3_OP_GT: ">",
+    K.Z3_OP_SUB: "-",
+    K.Z3_OP_IFF: "==",
 }
 
 
@@ -86,7 +92,7 @@ def _one(e, go, sources) -> str:
             raise CompileError(f"variable {name} has no reader")
         return sources[name]
     if kind in _NARY:
-        if not args:    # an empty conjunction is true, an empty disjunction false
+        if not args:  # an empty conjunction is true, an empty disjunction false
             return {K.Z3_OP_AND: "True", K.Z3_OP_OR: "False", K.Z3_OP_ADD: "0", K.Z3_OP_MUL: "1"}[kind]
         return "(" + _NARY[kind].join(go(a) for a in args) + ")"
     if kind in _BINARY and len(args) == 2:
@@ -107,8 +113,9 @@ def _one(e, go, sources) -> str:
     raise CompileError(f"unsupported Z3 operator {e.decl().name()} in {e}")
 
 
-def compile_function(name: str, params: list[str], prelude: list[str], expr: z3.ExprRef,
-                     sources: dict[str, str], hoist: bool = False):
+def compile_function(
+    name: str, params: list[str], prelude: list[str], expr: z3.ExprRef, sources: dict[str, str], hoist: bool = False
+):
     """Build `def name(params): prelude; return <expr>` and return the function.
 
     With hoist, each variable the formula reads, and each subformula it uses in more than
@@ -136,8 +143,11 @@ class Conjunction:
         shared: dict = {}
         self.params = params
         self.codes = parts_to_python(parts, _Hoisted(sources, locals_), shared)
-        self.lines = (list(prelude) + [f"{local} = {sources[var]}" for var, local in locals_.items()]
-                      + [f"{local} = {source}" for local, source in shared.items()])
+        self.lines = (
+            list(prelude)
+            + [f"{local} = {sources[var]}" for var, local in locals_.items()]
+            + [f"{local} = {source}" for local, source in shared.items()]
+        )
 
     def function(self, name: str, chosen: list[int]):
         """`def name(params)` returning the conjunction of the chosen parts (by index)."""
@@ -146,8 +156,15 @@ class Conjunction:
         return _define(name, f"def {name}({', '.join(self.params)}):\n    {body}\n    return {code}\n")
 
 
-def compile_guarded(name: str, params: list[str], prelude: list[str], guard: str, when: z3.ExprRef,
-                    otherwise: z3.ExprRef, sources: dict[str, str]):
+def compile_guarded(
+    name: str,
+    params: list[str],
+    prelude: list[str],
+    guard: str,
+    when: z3.ExprRef,
+    otherwise: z3.ExprRef,
+    sources: dict[str, str],
+):
     """`def name(params): if guard: return <when>; return <otherwise>`, each branch reading
     only the locals it needs (lazy formulas, as compile_function without hoist)."""
     when_code, otherwise_code = to_python(when, sources), to_python(otherwise, sources)

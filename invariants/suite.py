@@ -1,12 +1,11 @@
 """The invariants of one configuration: fast evaluators for the search, Z3 to confirm and explain."""
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
 
 import z3
-
 from kafkamc.invariants.catalog import INVARIANTS, Invariant, by_name
 from kafkamc.invariants.compile import Conjunction, compile_function, compile_guarded
 from kafkamc.invariants.reach import catalog as reach_catalog
@@ -17,7 +16,7 @@ from kafkamc.spec.config import Config
 @dataclass
 class FailedPart:
     name: str
-    values: dict          # variable name -> value, for the variables the part reads
+    values: dict  # variable name -> value, for the variables the part reads
 
     def to_dict(self) -> dict:
         return {"part": self.name, "values": self.values}
@@ -27,11 +26,10 @@ class FailedPart:
 class Explanation:
     invariant: str
     meaning: str
-    parts: list = field(default_factory=list)   # FailedPart, in declaration order
+    parts: list = field(default_factory=list)  # FailedPart, in declaration order
 
     def to_dict(self) -> dict:
-        return {"invariant": self.invariant, "meaning": self.meaning,
-                "failed_parts": [p.to_dict() for p in self.parts]}
+        return {"invariant": self.invariant, "meaning": self.meaning, "failed_parts": [p.to_dict() for p in self.parts]}
 
 
 class Disagreement(AssertionError):
@@ -45,7 +43,7 @@ class _Compiled:
 
 
 class InvariantSuite:
-    def __init__(self, cfg: Config, names: Optional[list[str]] = None):
+    def __init__(self, cfg: Config, names: list[str] | None = None):
         self.cfg = cfg
         self.V = View(cfg, "", "s")
         self.P = View(cfg, "prev.", "p")
@@ -60,13 +58,16 @@ class InvariantSuite:
                 self.state_invs.append(_Compiled(inv, parts, fn))
             else:
                 parts = inv.build(cfg, self.P, self.V)
-                fn = compile_function(inv.name, ["p", "s"], self.P.prelude + self.V.prelude,
-                                      z3.And([p for _, p in parts]), sources)
+                fn = compile_function(
+                    inv.name, ["p", "s"], self.P.prelude + self.V.prelude, z3.And([p for _, p in parts]), sources
+                )
                 self.action_invs.append(_Compiled(inv, parts, fn))
         # Reachability properties, compiled the same way; see reach.py.
         self.reach = []
         for r in reach_catalog(cfg):
-            fn = compile_function(r.name, ["p", "s"], self.P.prelude + self.V.prelude, r.build(cfg, self.P, self.V), sources)
+            fn = compile_function(
+                r.name, ["p", "s"], self.P.prelude + self.V.prelude, r.build(cfg, self.P, self.V), sources
+            )
             self.reach.append((r, fn))
         # Every state (and every step) invariant as one function: most states pass them all,
         # and one call with one prelude costs less than one per invariant.
@@ -74,10 +75,16 @@ class InvariantSuite:
         parts = [part for c in self.state_invs for _, part in c.parts]
         self._state_parts = Conjunction(["s"], self.V.prelude, parts, sources)
         self._part_reads = [self._reads(part) for part in parts]
-        self._state_tests: dict = {}     # changed components -> compiled test, see state_test
+        self._state_tests: dict = {}  # changed components -> compiled test, see state_test
         self._all_states = self.state_test(-1)
-        self._all_steps = compile_function("AllStepInvariants", ["p", "s"], self.P.prelude + self.V.prelude,
-                                           z3.And([c.formula for c in self.action_invs]), sources, hoist=True)
+        self._all_steps = compile_function(
+            "AllStepInvariants",
+            ["p", "s"],
+            self.P.prelude + self.V.prelude,
+            z3.And([c.formula for c in self.action_invs]),
+            sources,
+            hoist=True,
+        )
         self._values = _values_fn(self.V)
         self._prev_values = _values_fn(self.P)
 
@@ -86,7 +93,7 @@ class InvariantSuite:
         return [c.inv.name for c in self.state_invs + self.action_invs]
 
     # The hot path: one call per explored state (and per transition for action properties).
-    def check_state(self, state) -> Optional[str]:
+    def check_state(self, state) -> str | None:
         if self._all_states(state):
             return None
         return next(c.inv.name for c in self.state_invs if not c.fn(state))
@@ -114,7 +121,7 @@ class InvariantSuite:
                 out |= bits[component]
         return out
 
-    def check_step(self, prev, state) -> Optional[str]:
+    def check_step(self, prev, state) -> str | None:
         if self._all_steps(prev, state):
             return None
         return next(c.inv.name for c in self.action_invs if not c.fn(prev, state))
@@ -128,8 +135,11 @@ class InvariantSuite:
         holds and none of the named reachability properties does. One call per transition;
         only when it is false does the search ask which."""
         chosen = [r.build(self.cfg, self.P, self.V) for r, _ in self.reach if r.name in reach_names]
-        formula = z3.And([c.formula for c in self.action_invs] + [z3.Not(z3.Or(chosen))] if chosen else
-                         [c.formula for c in self.action_invs])
+        formula = z3.And(
+            [c.formula for c in self.action_invs] + [z3.Not(z3.Or(chosen))]
+            if chosen
+            else [c.formula for c in self.action_invs]
+        )
         # Most steps leave the controller as it was; Z3 simplifies the test for them (the
         # properties about a controller change fold to false) and the search picks it by
         # identity, which for the same object means the same values.
@@ -139,8 +149,15 @@ class InvariantSuite:
             fn = compile_function("QuietStep", ["p", "s"], self.P.prelude + self.V.prelude, formula, self._sources)
             fn.leader_only = self._leader_only(same)
             return fn
-        fn = compile_guarded("QuietStep", ["p", "s"], self.P.prelude + self.V.prelude,
-                             "p.controller is s.controller", same, formula, self._sources)
+        fn = compile_guarded(
+            "QuietStep",
+            ["p", "s"],
+            self.P.prelude + self.V.prelude,
+            "p.controller is s.controller",
+            same,
+            formula,
+            self._sources,
+        )
         fn.leader_only = self._leader_only(same)
         return fn
 
@@ -162,7 +179,7 @@ class InvariantSuite:
         pairs, before = [], self.P.state_name
         for name, var in self.P.vars.items():
             if self._components(var.source) == {f"{before}_c"}:
-                pairs.append((var.const, self.V.vars[name[len(self.P.prefix):]].const))
+                pairs.append((var.const, self.V.vars[name[len(self.P.prefix) :]].const))
         return pairs
 
     def _components(self, source: str) -> set:

@@ -4,12 +4,12 @@ A formula over these variables is the declaration of an invariant. The same tabl
 the compiler how to read each variable straight from a State object (no intermediate
 vector), and tells the explainer which value each variable had.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import z3
-
 from kafkamc.spec.config import Config
 
 
@@ -17,7 +17,7 @@ from kafkamc.spec.config import Config
 class Var:
     name: str
     const: z3.ExprRef
-    source: str          # Python expression over the prelude's locals
+    source: str  # Python expression over the prelude's locals
 
 
 class View:
@@ -31,8 +31,12 @@ class View:
         n, R = state_name, cfg.max_records
         # Locals the sources read; a compiled function keeps only the ones it needs. A log
         # and its length are read once here rather than in every offset's variable.
-        self.prelude = [f"{n}_c = {n}.controller", f"{n}_g = {n}.ghost",
-                        f"{n}_gc = {n}_g.committed", f"{n}_gclen = len({n}_gc)"]
+        self.prelude = [
+            f"{n}_c = {n}.controller",
+            f"{n}_g = {n}.ghost",
+            f"{n}_gc = {n}_g.committed",
+            f"{n}_gclen = len({n}_gc)",
+        ]
         self.c_leader = self._int("c_leader", f"{n}_c.leader")
         self.c_epoch = self._int("c_epoch", f"{n}_c.epoch")
         self.c_recovering = self._bool("c_recovering", f"{n}_c.recovering")
@@ -54,15 +58,17 @@ class View:
             self.stalled[b] = self._bool(f"stalled[{b}]", f"{br}.stalled")
             self.registered[b] = self._bool(f"registered[{b}]", f"bool({n}_c.registered & {1 << (b - 1)})")
             # The HW consumers can read from b (spec.model.consumer_hw), -1 for none.
-            self.exposed[b] = self._int(f"exposed_hw[{b}]", f"(-1 if {br}.hw < {br}.start else {br}.hw)"
-                                        if kip207 else f"{br}.hw")
-            self.log[b] = [self._int(f"log[{b}][{i}]", f"({br}_log[{i}][1] if {br}_leo > {i} else 0)")
-                           for i in range(R)]
-            self.logep[b] = [self._int(f"logep[{b}][{i}]", f"({br}_log[{i}][0] if {br}_leo > {i} else 0)")
-                             for i in range(R)]
+            self.exposed[b] = self._int(
+                f"exposed_hw[{b}]", f"(-1 if {br}.hw < {br}.start else {br}.hw)" if kip207 else f"{br}.hw"
+            )
+            self.log[b] = [
+                self._int(f"log[{b}][{i}]", f"({br}_log[{i}][1] if {br}_leo > {i} else 0)") for i in range(R)
+            ]
+            self.logep[b] = [
+                self._int(f"logep[{b}][{i}]", f"({br}_log[{i}][0] if {br}_leo > {i} else 0)") for i in range(R)
+            ]
         self.committed_len = self._int("committed_len", f"{n}_gclen")
-        self.committed = [self._int(f"committed[{i}]", f"({n}_gc[{i}] if {n}_gclen > {i} else 0)")
-                          for i in range(R)]
+        self.committed = [self._int(f"committed[{i}]", f"({n}_gc[{i}] if {n}_gclen > {i} else 0)") for i in range(R)]
         self.acked = {r: self._bool(f"acked[{r}]", f"bool({n}_g.acked & {1 << (r - 1)})") for r in range(1, R + 1)}
         self.hw_seen = self._int("hw_seen", f"{n}_g.hw_seen")
         self.acked_down = self._int("acked_down", f"{n}_g.acked_down")

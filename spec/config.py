@@ -1,8 +1,12 @@
 """The configuration of one model: the Kafka settings under test and the search bounds."""
+
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
 
+from kafkamc.spec.bounds import Bound
+from kafkamc.spec.next import BOUNDS
 from kafkamc.spec.protocol import Protocol, ProtocolError
 
 
@@ -13,14 +17,20 @@ class ConfigError(ValueError):
 ACKS = ("all", "1", "0")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Config:
+    """The Kafka settings under test, the protocol era, and the search bounds.
+
+    The bounds are not fields written out here: every bound an action declares in
+    spec/next.py is a setting `max_<name>` (Config(max_records=1), cfg.max_records), kept in
+    `limits` as (name, value) pairs in Next's order."""
+
     # Kafka settings
-    rf: int = 3                  # replication.factor: brokers 1..rf all host the partition
-    minisr: int = 2              # min.insync.replicas
-    acks: str = "all"            # producer acks: "all" (-1), "1" or "0"
-    unclean: bool = False        # unclean.leader.election.enable
-    protocol: Protocol = field(default_factory=Protocol)   # the rules of one Kafka era
+    rf: int = 3  # replication.factor: brokers 1..rf all host the partition
+    minisr: int = 2  # min.insync.replicas
+    acks: str = "all"  # producer acks: "all" (-1), "1" or "0"
+    unclean: bool = False  # unclean.leader.election.enable
+    protocol: Protocol = field(default_factory=Protocol)  # the rules of one Kafka era
     # A ghost for the durability table: how many brokers stayed down across an acks=all
     # write from append to ack. Off by default because it splits otherwise equal states.
     track_down: bool = False
@@ -28,11 +38,39 @@ class Config:
     # Either way every replica assignment order is an initial state; reduced, they fold into one.
     symmetry: bool = True
     # Bounds: each is a budget the search may spend, not a requirement.
-    max_records: int = 2         # produce requests that may be appended
-    max_crashes: int = 0         # clean shutdowns (the log survives whole)
-    max_unclean_crashes: int = 1  # crashes that lose the unflushed tail of the log
-    max_fences: int = 0          # controller fences a live broker that missed heartbeats
-    max_isr_shrinks: int = 2     # AlterPartition requests that remove a lagging follower
+    limits: tuple = ()
+
+    def __init__(self, **settings: Any):
+        known = {f.name for f in fields(self)}
+        by_setting = {b.setting: b for b in BOUNDS}
+        values = {b.name: b.default for b in BOUNDS}
+        values.update(dict(settings.pop("limits", ()) or ()))
+        for name in [k for k in settings if k in by_setting]:
+            values[by_setting[name].name] = settings.pop(name)
+        unknown = sorted(set(settings) - known)
+        if unknown:
+            raise TypeError(f"Config has no setting {', '.join(unknown)}")
+        for f in fields(self):
+            if f.name == "limits":
+                continue
+            default = f.default_factory() if f.default is MISSING else f.default  # type: ignore[operator]
+            object.__setattr__(self, f.name, settings.get(f.name, default))
+        object.__setattr__(self, "limits", tuple((b.name, values[b.name]) for b in BOUNDS))
+
+    def __getattr__(self, name: str) -> int:
+        """cfg.max_records and every other bound's setting."""
+        if name.startswith("max_"):
+            for bound, value in self.__dict__.get("limits", ()):
+                if "max_" + bound == name:
+                    return value
+        raise AttributeError(name)
+
+    def bound(self, b: Bound) -> int:
+        """The value of one bound in this configuration."""
+        for name, value in self.limits:
+            if name == b.name:
+                return value
+        raise KeyError(b.name)
 
     @property
     def brokers(self) -> tuple[int, ...]:
@@ -47,16 +85,17 @@ class Config:
         return getattr(self.protocol, name)
 
     def bounds(self) -> dict[str, int]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name.startswith("max_")}
+        return {"max_" + name: value for name, value in self.limits}
 
     def to_dict(self) -> dict:
-        d = asdict(self)
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "limits"}
         d["protocol"] = self.protocol.to_dict()
+        d.update(self.bounds())
         return d
 
     @staticmethod
-    def from_dict(data: dict) -> "Config":
-        known = {f.name for f in fields(Config)}
+    def from_dict(data: dict) -> Config:
+        known = {f.name for f in fields(Config) if f.name != "limits"} | {b.setting for b in BOUNDS}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(f"unknown configuration key(s): {', '.join(unknown)}")
@@ -68,7 +107,7 @@ class Config:
                 raise ConfigError(str(e)) from None
         return Config(**data).validated()
 
-    def validated(self) -> "Config":
+    def validated(self) -> Config:
         if not isinstance(self.rf, int) or self.rf < 1:
             raise ConfigError(f"--rf must be at least 1 (got {self.rf})")
         if self.rf > 5:
@@ -79,14 +118,16 @@ class Config:
             raise ConfigError(f"--minisr {self.minisr} is larger than any replication factor this model covers")
         if self.acks not in ACKS:
             raise ConfigError(f"--acks must be one of {', '.join(ACKS)} (got {self.acks!r})")
-        for name, value in self.bounds().items():
+        for b in BOUNDS:
+            value = self.bound(b)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ConfigError(f"{b.flag} must be a whole number (got {value!r})")
             if value < 0:
-                flag = "--" + name.replace("_", "-")
-                raise ConfigError(f"{flag} must not be negative (got {value})")
+                raise ConfigError(f"{b.flag} must not be negative (got {value})")
+            if b.limit is not None and value > b.limit:
+                raise ConfigError(f"{b.flag} {value} is too large for this model; use at most {b.limit}")
         try:
             self.protocol.validated()
         except ProtocolError as e:
             raise ConfigError(str(e)) from None
-        if self.max_records > 6:
-            raise ConfigError(f"--max-records {self.max_records} is too large for this model; use at most 6")
         return self

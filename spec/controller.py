@@ -4,11 +4,15 @@ Every change to a partition goes through `partition_change`, as every change in 
 through one PartitionChangeBuilder: it maintains the ELR, elects when the partition has no
 leader and bumps the partition epoch once when anything moved.
 """
+
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-from kafkamc.spec.config import Config
-from kafkamc.spec.state import NO_LEADER, AlterPartitionResponse, Controller, State, bit, members, size, replace
+from kafkamc.spec.state import NO_LEADER, AlterPartitionResponse, Controller, State, bit, members, replace, size
+
+if TYPE_CHECKING:
+    from kafkamc.spec.config import Config
 
 
 def maintain_elr(cfg: Config, before: Controller, c: Controller) -> Controller:
@@ -50,7 +54,7 @@ def elect(cfg: Config, c: Controller) -> Controller:
     if cfg.unclean and c.registered:
         b = c.in_order(c.registered)[0]
         return replace(c, leader=b, isr=bit(b), elr=0, lastelr=0, recovering=True)
-    return c                 # offline: no eligible leader
+    return c  # offline: no eligible leader
 
 
 def partition_change(cfg: Config, state: State, c: Controller) -> State:
@@ -60,11 +64,17 @@ def partition_change(cfg: Config, state: State, c: Controller) -> State:
     before = state.controller
     c = elect(cfg, maintain_elr(cfg, before, c))
     if c.leader != NO_LEADER and c.lastelr:
-        c = replace(c, lastelr=0)          # a led partition needs no last known leader
+        c = replace(c, lastelr=0)  # a led partition needs no last known leader
     if c.leader != before.leader:
         c = replace(c, epoch=before.epoch + 1)
-    if (c.leader, c.epoch, c.isr, c.elr, c.lastelr, c.recovering) != \
-            (before.leader, before.epoch, before.isr, before.elr, before.lastelr, before.recovering):
+    if (c.leader, c.epoch, c.isr, c.elr, c.lastelr, c.recovering) != (
+        before.leader,
+        before.epoch,
+        before.isr,
+        before.elr,
+        before.lastelr,
+        before.recovering,
+    ):
         c = replace(c, pepoch=before.pepoch + 1)
     return replace(state, controller=c)
 
@@ -104,8 +114,9 @@ def unfence(cfg: Config, state: State, b: int) -> State:
     return partition_change(cfg, state, replace(c, registered=c.registered | bit(b)))
 
 
-def handle_alter_partition(cfg: Config, state: State, epoch: int, pepoch: int, proposed: int,
-                           added_bepoch: int) -> tuple[State, AlterPartitionResponse]:
+def handle_alter_partition(
+    cfg: Config, state: State, epoch: int, pepoch: int, proposed: int, added_bepoch: int
+) -> tuple[State, AlterPartitionResponse]:
     """The controller validates an AlterPartition request and commits it or says why not.
 
     The leader marks itself RECOVERED as soon as it leads (KIP-704 as shipped), so every

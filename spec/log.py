@@ -3,6 +3,7 @@
 The cache follows Kafka's LeaderEpochFileCache: one (epoch, start offset) entry per
 leader epoch that wrote, or was assigned at, an offset of this log.
 """
+
 from __future__ import annotations
 
 UNDEFINED = -1  # Kafka's UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET
@@ -39,13 +40,13 @@ def end_offset_for_epoch(cache: tuple, leo: int, requested: int) -> tuple[int, i
         return requested, leo
     higher = next((e for e in cache if e[0] > requested), None)
     if higher is None:
-        return UNDEFINED, UNDEFINED           # requested is newer than any epoch we know
+        return UNDEFINED, UNDEFINED  # requested is newer than any epoch we know
     floor = None
     for e in cache:
         if e[0] <= requested:
             floor = e
     if floor is None:
-        return requested, higher[1]           # older than anything we know
+        return requested, higher[1]  # older than anything we know
     return floor[0], higher[1]
 
 

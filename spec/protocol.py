@@ -4,6 +4,7 @@ Each rule has an ordered list of behaviours, oldest first; the step functions re
 rule by name, so an old behaviour is a value of the configuration, never commented code.
 A preset fixes every rule as of one Kafka release.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
@@ -16,61 +17,100 @@ class ProtocolError(ValueError):
 @dataclass(frozen=True)
 class Rule:
     name: str
-    values: tuple          # behaviours, oldest first
+    values: tuple  # behaviours, oldest first
     meaning: str
-    changes: tuple         # (value, first release with it, KIP or JIRA), one per newer value
+    changes: tuple  # (value, first release with it, KIP or JIRA), one per newer value
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("isr_lag", ("messages", "time"),
-         "when a leader may drop a follower from the ISR: more than replica.lag.max.messages "
-         "behind (1 in the model), or only after it was stuck or slow for replica.lag.time.max.ms",
-         (("time", "0.9.0", "KAFKA-1546"),)),
-    Rule("truncation", ("hw", "leader_epoch", "leader_epoch_kip279", "diverging_epoch"),
-         "how a follower finds where its log diverges from the leader's: truncate to its own HW "
-         "on becoming follower; ask OffsetsForLeaderEpoch once; ask until the epochs agree; "
-         "or learn the diverging epoch from every fetch response",
-         (("leader_epoch", "0.11.0", "KIP-101"), ("leader_epoch_kip279", "2.0.0", "KIP-279"),
-          ("diverging_epoch", "2.8.0", "KAFKA-10554"))),
-    Rule("leader_epoch_cache", ("on_append", "on_election"),
-         "when a new leader records its epoch in its leader-epoch cache: at its first append "
-         "in the epoch, or as soon as it is elected",
-         (("on_election", "2.0.1", "KAFKA-7415"),)),
-    Rule("truncate_on", ("leader_change", "epoch_change"),
-         "when a follower goes through truncation again: only when the leader changes, or on "
-         "every new leader epoch (the same leader re-elected included)",
-         (("epoch_change", "2.0.1", "KAFKA-7164"),)),
-    Rule("fetch_fencing", ("none", "current_leader_epoch"),
-         "whether Fetch and OffsetsForLeaderEpoch carry the follower's current leader epoch, "
-         "so that a leader rejects requests from another epoch",
-         (("current_leader_epoch", "2.1.0", "KIP-320"),)),
-    Rule("isr_join", ("hw", "hw_and_epoch_start"),
-         "what a follower must reach to rejoin the ISR: the leader's HW, or also the start "
-         "offset of the leader's current epoch",
-         (("hw_and_epoch_start", "2.0.1", "KAFKA-7128"),)),
-    Rule("isr_update", ("zookeeper", "alter_partition"),
-         "how a leader changes the ISR: writes it itself in one step (ZooKeeper), or sends "
-         "AlterPartition to the controller and waits for the answer",
-         (("alter_partition", "2.7.0", "KIP-497"),)),
-    Rule("hw_pending_isr", ("committed", "maximal"),
-         "which ISR the HW is computed over while an AlterPartition is in flight: the last "
-         "committed one, or the maximal one (committed plus proposed additions)",
-         (("maximal", "2.7.0", "KIP-497"),)),
-    Rule("hw_min_isr", ("any", "min_isr"),
-         "whether the leader advances the HW with an ISR below min.insync.replicas",
-         (("min_isr", "3.7.0", "KAFKA-15583"),)),
-    Rule("isr_join_broker_epoch", ("unchecked", "checked"),
-         "whether the controller rejects an ISR addition whose broker epoch (learned from the "
-         "follower's fetch) is not the broker's current registration",
-         (("checked", "3.5.0", "KIP-903"),)),
-    Rule("consumer_hw", ("leader_hw", "kip207"),
-         "the HW a consumer can read from a leader: any, or none until the leader's HW has "
-         "reached the start offset of its epoch",
-         (("kip207", "2.2.0", "KIP-207"),)),
-    Rule("elr", ("off", "on"),
-         "eligible leader replicas: members that leave an ISR below min.insync.replicas stay "
-         "electable, ahead of unclean election",
-         (("on", "4.1.0", "KIP-966"),)),
+    Rule(
+        "isr_lag",
+        ("messages", "time"),
+        "when a leader may drop a follower from the ISR: more than replica.lag.max.messages "
+        "behind (1 in the model), or only after it was stuck or slow for replica.lag.time.max.ms",
+        (("time", "0.9.0", "KAFKA-1546"),),
+    ),
+    Rule(
+        "truncation",
+        ("hw", "leader_epoch", "leader_epoch_kip279", "diverging_epoch"),
+        "how a follower finds where its log diverges from the leader's: truncate to its own HW "
+        "on becoming follower; ask OffsetsForLeaderEpoch once; ask until the epochs agree; "
+        "or learn the diverging epoch from every fetch response",
+        (
+            ("leader_epoch", "0.11.0", "KIP-101"),
+            ("leader_epoch_kip279", "2.0.0", "KIP-279"),
+            ("diverging_epoch", "2.8.0", "KAFKA-10554"),
+        ),
+    ),
+    Rule(
+        "leader_epoch_cache",
+        ("on_append", "on_election"),
+        "when a new leader records its epoch in its leader-epoch cache: at its first append "
+        "in the epoch, or as soon as it is elected",
+        (("on_election", "2.0.1", "KAFKA-7415"),),
+    ),
+    Rule(
+        "truncate_on",
+        ("leader_change", "epoch_change"),
+        "when a follower goes through truncation again: only when the leader changes, or on "
+        "every new leader epoch (the same leader re-elected included)",
+        (("epoch_change", "2.0.1", "KAFKA-7164"),),
+    ),
+    Rule(
+        "fetch_fencing",
+        ("none", "current_leader_epoch"),
+        "whether Fetch and OffsetsForLeaderEpoch carry the follower's current leader epoch, "
+        "so that a leader rejects requests from another epoch",
+        (("current_leader_epoch", "2.1.0", "KIP-320"),),
+    ),
+    Rule(
+        "isr_join",
+        ("hw", "hw_and_epoch_start"),
+        "what a follower must reach to rejoin the ISR: the leader's HW, or also the start "
+        "offset of the leader's current epoch",
+        (("hw_and_epoch_start", "2.0.1", "KAFKA-7128"),),
+    ),
+    Rule(
+        "isr_update",
+        ("zookeeper", "alter_partition"),
+        "how a leader changes the ISR: writes it itself in one step (ZooKeeper), or sends "
+        "AlterPartition to the controller and waits for the answer",
+        (("alter_partition", "2.7.0", "KIP-497"),),
+    ),
+    Rule(
+        "hw_pending_isr",
+        ("committed", "maximal"),
+        "which ISR the HW is computed over while an AlterPartition is in flight: the last "
+        "committed one, or the maximal one (committed plus proposed additions)",
+        (("maximal", "2.7.0", "KIP-497"),),
+    ),
+    Rule(
+        "hw_min_isr",
+        ("any", "min_isr"),
+        "whether the leader advances the HW with an ISR below min.insync.replicas",
+        (("min_isr", "3.7.0", "KAFKA-15583"),),
+    ),
+    Rule(
+        "isr_join_broker_epoch",
+        ("unchecked", "checked"),
+        "whether the controller rejects an ISR addition whose broker epoch (learned from the "
+        "follower's fetch) is not the broker's current registration",
+        (("checked", "3.5.0", "KIP-903"),),
+    ),
+    Rule(
+        "consumer_hw",
+        ("leader_hw", "kip207"),
+        "the HW a consumer can read from a leader: any, or none until the leader's HW has "
+        "reached the start offset of its epoch",
+        (("kip207", "2.2.0", "KIP-207"),),
+    ),
+    Rule(
+        "elr",
+        ("off", "on"),
+        "eligible leader replicas: members that leave an ISR below min.insync.replicas stay "
+        "electable, ahead of unclean election",
+        (("on", "4.1.0", "KIP-966"),),
+    ),
 )
 
 RULE_NAMES = tuple(r.name for r in RULES)
@@ -79,6 +119,7 @@ RULE_NAMES = tuple(r.name for r in RULES)
 @dataclass(frozen=True)
 class Protocol:
     """One value per rule; the default is the newest behaviour of each."""
+
     isr_lag: str = "time"
     truncation: str = "diverging_epoch"
     leader_epoch_cache: str = "on_election"
@@ -92,14 +133,14 @@ class Protocol:
     consumer_hw: str = "kip207"
     elr: str = "on"
 
-    def validated(self) -> "Protocol":
+    def validated(self) -> Protocol:
         for r in RULES:
             v = getattr(self, r.name)
             if v not in r.values:
                 raise ProtocolError(f"rule {r.name} has no behaviour {v!r}; choose one of {', '.join(r.values)}")
         return self
 
-    def with_rules(self, **overrides: str) -> "Protocol":
+    def with_rules(self, **overrides: str) -> Protocol:
         for name in overrides:
             if name not in RULE_NAMES:
                 raise ProtocolError(f"unknown protocol rule {name!r}; rules: {', '.join(RULE_NAMES)}")
@@ -115,7 +156,7 @@ class Protocol:
                 return name
         return "custom"
 
-    def differences(self, other: "Protocol") -> dict:
+    def differences(self, other: Protocol) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != getattr(other, f.name)}
 
 

@@ -8,13 +8,14 @@ NamedTuple field. As NamedTuples they cost 3% fewer instructions but no less tim
 Sets of brokers (ISR, registered brokers) are bitmasks: bit (b - 1) is broker b.
 That keeps states small, hashable and ordered the same way in every process.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
-NO_LEADER = 0       # Kafka's leader id -1; broker ids start at 1
-UNKNOWN = -1        # a follower LEO the leader has not learned yet
+NO_LEADER = 0  # Kafka's leader id -1; broker ids start at 1
+UNKNOWN = -1  # a follower LEO the leader has not learned yet
 
 
 def bit(b: int) -> int:
@@ -39,45 +40,49 @@ def size(mask: int) -> int:
 
 class FetchRequest(NamedTuple):
     """What a follower's fetch tells the leader (Kafka's FetchRequest for one partition)."""
-    fetch_offset: int       # the follower's LEO
-    last_epoch: int         # the epoch of its last record (lastFetchedEpoch), -1 for none
-    epoch: int              # the leader epoch it believes current (currentLeaderEpoch, KIP-320)
-    bepoch: int             # its broker epoch (KIP-903)
+
+    fetch_offset: int  # the follower's LEO
+    last_epoch: int  # the epoch of its last record (lastFetchedEpoch), -1 for none
+    epoch: int  # the leader epoch it believes current (currentLeaderEpoch, KIP-320)
+    bepoch: int  # its broker epoch (KIP-903)
 
 
 class FetchResponse(NamedTuple):
     """The leader's answer to a fetch request."""
+
     leader: int
-    epoch: int                          # the leader epoch the leader answered in
-    fetch_offset: int                   # the offset the follower asked from
-    records: tuple = ()                 # ((epoch, record id), ...) from fetch_offset on
-    hw: int = 0                         # the leader's HW when it answered
-    diverging: Optional[tuple] = None   # (epoch, end offset) when the follower's log diverged
+    epoch: int  # the leader epoch the leader answered in
+    fetch_offset: int  # the offset the follower asked from
+    records: tuple = ()  # ((epoch, record id), ...) from fetch_offset on
+    hw: int = 0  # the leader's HW when it answered
+    diverging: tuple | None = None  # (epoch, end offset) when the follower's log diverged
 
 
 @dataclass(frozen=True, slots=True)
 class AlterPartitionResponse:
     """The controller's answer to an AlterPartition request, on its way to the leader."""
-    epoch: int          # leader epoch the request was sent in
+
+    epoch: int  # leader epoch the request was sent in
     ok: bool
-    isr: int            # the ISR the controller committed (when ok)
-    pepoch: int         # the partition epoch after the change (when ok)
-    error: str = ""     # Kafka error name when rejected
+    isr: int  # the ISR the controller committed (when ok)
+    pepoch: int  # the partition epoch after the change (when ok)
+    error: str = ""  # Kafka error name when rejected
 
 
 @dataclass(frozen=True, slots=True)
 class Controller:
     """The KRaft controller's metadata for the partition and the broker registrations."""
+
     leader: int
-    epoch: int               # leader epoch
-    pepoch: int              # partition epoch: bumped by every change to leader or ISR
-    isr: int                 # bitmask
-    registered: int          # bitmask of unfenced brokers
-    bepochs: tuple           # broker epoch per broker (index b - 1)
-    elr: int = 0             # eligible leader replicas (KIP-966), bitmask
-    lastelr: int = 0         # last known leader (lastKnownElr as shipped): the last ISR member once the ISR empties
+    epoch: int  # leader epoch
+    pepoch: int  # partition epoch: bumped by every change to leader or ISR
+    isr: int  # bitmask
+    registered: int  # bitmask of unfenced brokers
+    bepochs: tuple  # broker epoch per broker (index b - 1)
+    elr: int = 0  # eligible leader replicas (KIP-966), bitmask
+    lastelr: int = 0  # last known leader (lastKnownElr as shipped): the last ISR member once the ISR empties
     recovering: bool = False  # LeaderRecoveryState RECOVERING after an unclean election (KIP-704)
-    replicas: tuple = ()     # the assignment order (PartitionRegistration.replicas); elections follow it
+    replicas: tuple = ()  # the assignment order (PartitionRegistration.replicas); elections follow it
 
     def in_order(self, mask: int) -> list:
         """The brokers of a bitmask in assignment order: the order every election tries them in."""
@@ -91,30 +96,31 @@ class Controller:
 @dataclass(frozen=True, slots=True)
 class Broker:
     """One broker: its process, its cached metadata and its replica of the partition."""
+
     alive: bool = True
     bepoch: int = 1
     # Metadata as this broker last applied it; a broker acts on this, stale or not.
     leader: int = NO_LEADER
     epoch: int = 0
-    pepoch: int = 0          # partition epoch as this leader knows it (0 on followers)
-    isr: int = 0             # committed ISR as this leader knows it (0 on followers)
+    pepoch: int = 0  # partition epoch as this leader knows it (0 on followers)
+    isr: int = 0  # committed ISR as this leader knows it (0 on followers)
     # The replica.
-    log: tuple = ()          # ((leader epoch, record id), ...); the LEO is len(log)
-    cache: tuple = ()        # leader-epoch cache: ((epoch, start offset), ...)
+    log: tuple = ()  # ((leader epoch, record id), ...); the LEO is len(log)
+    cache: tuple = ()  # leader-epoch cache: ((epoch, start offset), ...)
     hw: int = 0
     # Leader-only state (reset when the broker is not leader).
-    start: int = 0           # start offset of this leader's epoch
-    views: tuple = ()        # follower LEO as learned from fetch requests, UNKNOWN until then
-    vbepochs: tuple = ()     # follower broker epoch sent with its last fetch (KIP-903)
-    pending: int = 0         # ISR proposed in an AlterPartition still in flight (0 = none)
-    purgatory: tuple = ()    # acks=all requests waiting: ((offset, record id, brokers down at append), ...)
+    start: int = 0  # start offset of this leader's epoch
+    views: tuple = ()  # follower LEO as learned from fetch requests, UNKNOWN until then
+    vbepochs: tuple = ()  # follower broker epoch sent with its last fetch (KIP-903)
+    pending: int = 0  # ISR proposed in an AlterPartition still in flight (0 = none)
+    purgatory: tuple = ()  # acks=all requests waiting: ((offset, record id, brokers down at append), ...)
     # The AlterPartition response in flight to this leader (Kafka keeps one outstanding).
-    alter: Optional[AlterPartitionResponse] = None
+    alter: AlterPartitionResponse | None = None
     # Follower-only state.
     truncating: bool = False  # must ask OffsetsForLeaderEpoch before fetching (KIP-101 rules)
-    stalled: bool = False     # stuck or slow: has not fetched for replica.lag.time.max.ms
+    stalled: bool = False  # stuck or slow: has not fetched for replica.lag.time.max.ms
     # Process state kept across a crash.
-    clean: bool = True        # the last shutdown was clean (Kafka checks this at re-registration)
+    clean: bool = True  # the last shutdown was clean (Kafka checks this at re-registration)
 
     @property
     def leo(self) -> int:
@@ -127,53 +133,65 @@ class Broker:
 @dataclass(frozen=True, slots=True)
 class Ghost:
     """Variables that only invariants read: what producers and consumers were told."""
-    acked: int = 0           # bitmask over record ids acknowledged to a producer
-    committed: tuple = ()    # the longest log prefix a true leader ever declared committed
-    hw_seen: int = 0         # the highest HW a consumer observed from the true leader
-    acked_down: int = 0      # most brokers down all the way from an acks=all append to its ack
+
+    acked: int = 0  # bitmask over record ids acknowledged to a producer
+    committed: tuple = ()  # the longest log prefix a true leader ever declared committed
+    hw_seen: int = 0  # the highest HW a consumer observed from the true leader
+    acked_down: int = 0  # most brokers down all the way from an acks=all append to its ack
 
 
 @dataclass(frozen=True, slots=True)
 class Budget:
-    """Bound counters: how much of each budget the path to this state spent."""
-    records: int = 0
-    crashes: int = 0
-    unclean: int = 0
-    fences: int = 0
-    shrinks: int = 0
+    """Bound counters: how much of each budget the path to this state spent, as sorted
+    (bound name, count) pairs with the zeros left out. The bounds are declared by the
+    actions that spend them (spec/next.py), so the budget names none of them."""
+
+    spent: tuple = ()
+
+    def of(self, bound: str) -> int:
+        for name, n in self.spent:
+            if name == bound:
+                return n
+        return 0
+
+    def spend(self, bound: str) -> Budget:
+        counts = dict(self.spent)
+        counts[bound] = counts.get(bound, 0) + 1
+        return Budget(tuple(sorted(counts.items())))
+
+    @staticmethod
+    def make(**counts: int) -> Budget:
+        """A budget with the given counts spent, e.g. Budget.make(records=1)."""
+        return Budget(tuple(sorted((k, v) for k, v in counts.items() if v)))
 
 
 class State(NamedTuple):
     controller: Controller
-    brokers: tuple                  # Broker per broker id, index b - 1
+    brokers: tuple  # Broker per broker id, index b - 1
     ghost: Ghost = Ghost()
     budget: Budget = Budget()
 
     def key(self) -> tuple:
-        """The state as nested tuples of ints, bools and strings: what identity is computed from."""
-        c, g, u = self.controller, self.ghost, self.budget
-        return (
-            (c.leader, c.epoch, c.pepoch, c.isr, c.registered, c.bepochs, c.elr, c.lastelr, c.recovering, c.replicas),
-            tuple((b.alive, b.bepoch, b.leader, b.epoch, b.pepoch, b.isr, b.log, b.cache, b.hw,
-                   b.start, b.views, b.vbepochs, b.pending, b.purgatory,
-                   b.alter and (b.alter.epoch, b.alter.ok, b.alter.isr, b.alter.pepoch, b.alter.error),
-                   b.truncating, b.stalled, b.clean)
-                  for b in self.brokers),
-            (g.acked, g.committed, g.hw_seen, g.acked_down),
-            (u.records, u.crashes, u.unclean, u.fences, u.shrinks),
-        )
+        """The state as nested tuples of ints, bools and strings (records become the tuples of
+        their fields, in declaration order): what identity and the byte encoding derive from."""
+        return as_tuple(self)
 
     def broker(self, b: int) -> Broker:
         return self.brokers[b - 1]
 
-    def with_broker(self, b: int, broker: Broker) -> "State":
+    def is_stalled(self, b: int) -> bool:
+        """Whether broker b has not fetched for replica.lag.time.max.ms (all a leader's ISR
+        shrink needs to know of the follower)."""
+        return self.brokers[b - 1].stalled
+
+    def with_broker(self, b: int, broker: Broker) -> State:
         bs = list(self.brokers)
         bs[b - 1] = broker
         return State(self.controller, tuple(bs), self.ghost, self.budget)
 
     def leads(self, b: int) -> bool:
         """Broker b is alive and acts as leader on the metadata it has (maybe a zombie)."""
-        br = self.brokers[b - 1]
+        br = self.broker(b)
         return br.alive and br.leader == b
 
     def true_leader(self) -> int:
@@ -181,26 +199,53 @@ class State(NamedTuple):
         c = self.controller
         if c.leader == NO_LEADER:
             return NO_LEADER
-        br = self.brokers[c.leader - 1]
+        br = self.broker(c.leader)
         if br.alive and br.leader == c.leader and br.epoch == c.epoch:
             return c.leader
         return NO_LEADER
 
 
-def initial_state(rf: int, replicas: Optional[tuple] = None) -> State:
+def as_tuple(obj) -> tuple:
+    """A record as plain nested tuples of its fields in declaration order (a record inside it,
+    such as a broker's AlterPartition response or a state's brokers, becomes a tuple too)."""
+    return tuple(_plain(getattr(obj, f)) for f in record_fields(type(obj)))
+
+
+def _plain(v):
+    if type(v) in RECORDS:
+        return as_tuple(v)
+    if type(v) is tuple and v and type(v[0]) in RECORDS:
+        return tuple(as_tuple(x) for x in v)
+    return v
+
+
+def record_fields(cls) -> tuple:
+    """The field names of a state record, in declaration order."""
+    return cls._fields if hasattr(cls, "_fields") else tuple(f.name for f in fields(cls))
+
+
+def initial_state(rf: int, replicas: tuple | None = None) -> State:
     """The preferred replica (first in the assignment) leads epoch 1 with every replica in the
     ISR and empty logs; all metadata known. The assignment is 1..rf unless given."""
     replicas = tuple(range(1, rf + 1)) if replicas is None else tuple(replicas)
     first = replicas[0]
     everyone = (1 << rf) - 1
-    c = Controller(leader=first, epoch=1, pepoch=1, isr=everyone, registered=everyone, bepochs=(1,) * rf,
-                   replicas=replicas)
+    c = Controller(
+        leader=first, epoch=1, pepoch=1, isr=everyone, registered=everyone, bepochs=(1,) * rf, replicas=replicas
+    )
     brokers = []
     for b in range(1, rf + 1):
         br = Broker(leader=first, epoch=1)
         if b == first:
-            br = Broker(leader=first, epoch=1, pepoch=1, isr=everyone, cache=((1, 0),), views=(UNKNOWN,) * rf,
-                        vbepochs=(0,) * rf)
+            br = Broker(
+                leader=first,
+                epoch=1,
+                pepoch=1,
+                isr=everyone,
+                cache=((1, 0),),
+                views=(UNKNOWN,) * rf,
+                vbepochs=(0,) * rf,
+            )
         brokers.append(br)
     return State(c, tuple(brokers))
 
@@ -217,7 +262,7 @@ def _compile_evolve(cls):
     one is filled here through its slots' own setters instead, in half the time (it has
     no __post_init__ to skip)."""
     ns = {"_UNSET": _UNSET, "_cls": cls}
-    if hasattr(cls, "_fields"):      # a NamedTuple: built with tuple.__new__, no dict on the way
+    if hasattr(cls, "_fields"):  # a NamedTuple: built with tuple.__new__, no dict on the way
         names = cls._fields
         args = ", ".join(f"self[{i}] if {n} is _UNSET else {n}" for i, n in enumerate(names))
         ns["_new"] = tuple.__new__
@@ -229,17 +274,21 @@ def _compile_evolve(cls):
         names = [f.name for f in fields(cls)]
         ns["_new"] = object.__new__
         ns.update({f"_set_{n}": getattr(cls, n).__set__ for n in names})
-        body = "obj = _new(_cls)\n    " + "\n    ".join(
-            f"_set_{n}(obj, self.{n} if {n} is _UNSET else {n})" for n in names) + "\n    return obj"
+        body = (
+            "obj = _new(_cls)\n    "
+            + "\n    ".join(f"_set_{n}(obj, self.{n} if {n} is _UNSET else {n})" for n in names)
+            + "\n    return obj"
+        )
     params = ", ".join(f"{n}=_UNSET" for n in names)
     exec(f"def evolve(self, *, {params}):\n    {body}\n", ns)
     return ns["evolve"]
 
 
-_EVOLVE = {cls: _compile_evolve(cls) for cls in
-           (FetchResponse, AlterPartitionResponse, Controller, Broker, Ghost, Budget, State)}
+RECORDS = (FetchRequest, FetchResponse, AlterPartitionResponse, Controller, Broker, Ghost, Budget, State)
+for _cls in RECORDS:
+    _cls.__replace__ = _compile_evolve(_cls)  # type: ignore[union-attr]  # copy.replace protocol (3.13)
 
 
 def replace(obj, **changes):
     """A copy of a state record with some fields changed, fast; an unknown field is a TypeError."""
-    return _EVOLVE[type(obj)](obj, **changes)
+    return type(obj).__replace__(obj, **changes)

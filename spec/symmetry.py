@@ -10,6 +10,7 @@ The canonical representative numbers brokers by their place in the assignment, s
 assignment becomes 1..rf. Two states are relabellings of each other exactly when their
 canonical forms are equal: the reduction is exact, with no approximation.
 """
+
 from __future__ import annotations
 
 from kafkamc.spec.state import Broker, Controller, State, members, replace
@@ -28,7 +29,7 @@ def is_identity(perm: tuple) -> bool:
 
 
 def _id(b: int, perm: tuple) -> int:
-    return perm[b - 1] if b > 0 else b      # NO_LEADER stays 0
+    return perm[b - 1] if b > 0 else b  # NO_LEADER stays 0
 
 
 def _mask(mask: int, perm: tuple) -> int:
@@ -49,17 +50,31 @@ def _per_broker(values: tuple, perm: tuple) -> tuple:
 
 
 def relabel_controller(c: Controller, perm: tuple) -> Controller:
-    return replace(c, leader=_id(c.leader, perm), isr=_mask(c.isr, perm), registered=_mask(c.registered, perm),
-                   bepochs=_per_broker(c.bepochs, perm), elr=_mask(c.elr, perm), lastelr=_mask(c.lastelr, perm),
-                   replicas=tuple(_id(b, perm) for b in c.replicas))
+    return replace(
+        c,
+        leader=_id(c.leader, perm),
+        isr=_mask(c.isr, perm),
+        registered=_mask(c.registered, perm),
+        bepochs=_per_broker(c.bepochs, perm),
+        elr=_mask(c.elr, perm),
+        lastelr=_mask(c.lastelr, perm),
+        replicas=tuple(_id(b, perm) for b in c.replicas),
+    )
 
 
 def relabel_broker(br: Broker, perm: tuple) -> Broker:
     alter = br.alter
     if alter is not None:
         alter = replace(alter, isr=_mask(alter.isr, perm))
-    return replace(br, leader=_id(br.leader, perm), isr=_mask(br.isr, perm), pending=_mask(br.pending, perm),
-                   views=_per_broker(br.views, perm), vbepochs=_per_broker(br.vbepochs, perm), alter=alter)
+    return replace(
+        br,
+        leader=_id(br.leader, perm),
+        isr=_mask(br.isr, perm),
+        pending=_mask(br.pending, perm),
+        views=_per_broker(br.views, perm),
+        vbepochs=_per_broker(br.vbepochs, perm),
+        alter=alter,
+    )
 
 
 def relabel(state: State, perm: tuple) -> State:

@@ -3,12 +3,12 @@
 Node and edge attributes are only strings and ints, so networkx.write_graphml takes the
 graphs as they are.
 """
+
 from __future__ import annotations
 
 from collections import deque
 
 import networkx as nx
-
 from kafkamc.spec.state import NO_LEADER, State, members
 from kafkamc.traces.trace import Trace, format_action
 
@@ -55,7 +55,7 @@ def state_graph(model, max_states: int) -> nx.DiGraph:
     queue: deque = deque()
 
     def visit(state: State, depth: int) -> str:
-        fp = f"{model.fingerprint(state):016x}"     # the same name in DOT, GraphML and reports
+        fp = f"{model.fingerprint(state):016x}"  # the same name in DOT, GraphML and reports
         if fp not in g:
             if g.number_of_nodes() >= max_states:
                 raise TooManyStates(f"the state graph has more than {max_states:,} states")
@@ -116,9 +116,15 @@ def report(graph: nx.DiGraph, examples: int = 3) -> dict:
         },
         "deadlocks": {
             "count": len(ends),
-            "examples": [{"state": str(n), "depth": _depth(graph, n),
-                          "summary": graph.nodes[n].get("label", ""), "path": path_to(graph, n)}
-                         for n in ends[:examples]],
+            "examples": [
+                {
+                    "state": str(n),
+                    "depth": _depth(graph, n),
+                    "summary": graph.nodes[n].get("label", ""),
+                    "path": path_to(graph, n),
+                }
+                for n in ends[:examples]
+            ],
         },
     }
 
@@ -134,8 +140,11 @@ def to_dot(graph: nx.DiGraph) -> str:
     One line per node and one per edge; initial states get a double border and a violating
     state a red one.
     """
-    lines = ["digraph kafkamc {", '  node [shape=box, fontname="monospace"];',
-             '  edge [fontname="monospace", fontsize=10];']
+    lines = [
+        "digraph kafkamc {",
+        '  node [shape=box, fontname="monospace"];',
+        '  edge [fontname="monospace", fontsize=10];',
+    ]
     for n, attrs in graph.nodes(data=True):
         extra = ""
         if attrs.get("initial"):

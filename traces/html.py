@@ -4,12 +4,12 @@ the step's messages as arrows between lanes, stepped through with the keyboard o
 Python computes what each step shows (reusing the terminal renderer's wording); the page's
 script only lays it out, so the page and `kafkamc trace show` say the same things.
 """
+
 from __future__ import annotations
 
 import json
 from html import escape
 from pathlib import Path
-from typing import Optional
 
 from kafkamc.spec.state import NO_LEADER, State, members
 from kafkamc.traces.render import broker_row, controller_line, health
@@ -39,8 +39,15 @@ def _broker_view(state: State, b: int) -> dict:
         "ISR view": row["ISR view"],
         "leader state": row["leader state"],
     }
-    return {"id": b, "role": row["role"], "kind": _role_kind(row["role"]), "fields": fields,
-            "log": [list(entry) for entry in br.log], "hw": br.hw, "leo": br.leo}
+    return {
+        "id": b,
+        "role": row["role"],
+        "kind": _role_kind(row["role"]),
+        "fields": fields,
+        "log": [list(entry) for entry in br.log],
+        "hw": br.hw,
+        "leo": br.leo,
+    }
 
 
 def _lane(b: int) -> str:
@@ -55,7 +62,7 @@ def _log_change(before, after) -> tuple[int, int]:
     return same, len(after) - same
 
 
-def messages(action, state: State, prev: Optional[State]) -> tuple[list, list]:
+def messages(action, state: State, prev: State | None) -> tuple[list, list]:
     """The step's messages between lanes and its marks on single lanes, as the page draws them."""
     if action is None or prev is None:
         return [], []
@@ -68,11 +75,11 @@ def messages(action, state: State, prev: Optional[State]) -> tuple[list, list]:
     if name == "Produce":
         msg("producer", _lane(action.leader), f"Produce r{action.record}")
     elif name in ("Fetch", "OffsetsForLeaderEpoch"):
-        f, l = _lane(action.follower), _lane(action.leader)
+        f, ld = _lane(action.follower), _lane(action.leader)
         before, after = prev.broker(action.follower), state.broker(action.follower)
         same, added = _log_change(before.log, after.log)
         if name == "Fetch":
-            msg(f, l, f"Fetch offset {before.leo}")
+            msg(f, ld, f"Fetch offset {before.leo}")
             if same < before.leo:
                 answer = f"diverging epoch: truncate to {same}"
             elif added:
@@ -80,23 +87,29 @@ def messages(action, state: State, prev: Optional[State]) -> tuple[list, list]:
             else:
                 answer = f"no records, HW {after.hw}"
         else:
-            msg(f, l, f"OffsetsForLeaderEpoch e{before.last_epoch()}")
+            msg(f, ld, f"OffsetsForLeaderEpoch e{before.last_epoch()}")
             answer = f"epoch end: truncate to {same}" if same < before.leo else "epoch end: keep log"
-        msg(l, f, answer, "response")
+        msg(ld, f, answer, "response")
     elif name == "AlterPartition":
         msg(_lane(action.leader), "controller", "AlterPartition ISR {" + ",".join(map(str, action.isr)) + "}")
     elif name == "HandleAlterPartitionResponse":
         reply = prev.broker(action.leader).alter
-        label = "AlterPartition reply" if reply is None else (
-            f"ok: ISR {_ids(reply.isr)}" if reply.ok else f"error {reply.error}")
+        label = (
+            "AlterPartition reply"
+            if reply is None
+            else (f"ok: ISR {_ids(reply.isr)}" if reply.ok else f"error {reply.error}")
+        )
         msg("controller", _lane(action.leader), label, "response")
     elif name == "MetadataUpdate":
         br = state.broker(action.broker)
         leader = "none" if br.leader == NO_LEADER else br.leader
         msg("controller", _lane(action.broker), f"metadata: leader {leader}, epoch {br.epoch}")
     elif name == "BrokerCrash":
-        label = "crash (clean shutdown)" if action.keep is None else \
-            f"hard crash: {action.keep} flushed record{'' if action.keep == 1 else 's'} survive"
+        label = (
+            "crash (clean shutdown)"
+            if action.keep is None
+            else f"hard crash: {action.keep} flushed record{'' if action.keep == 1 else 's'} survive"
+        )
         marks.append({"lane": _lane(action.broker), "label": label, "kind": "crash"})
     elif name == "BrokerRestart":
         marks.append({"lane": _lane(action.broker), "label": "restart", "kind": "restart"})
@@ -112,8 +125,13 @@ def messages(action, state: State, prev: Optional[State]) -> tuple[list, list]:
     c, pc = state.controller, prev.controller
     if (c.leader, c.epoch) != (pc.leader, pc.epoch):
         label = "partition offline" if c.leader == NO_LEADER else f"elects broker {c.leader}, epoch {c.epoch}"
-        marks.append({"lane": "controller", "kind": "elect",
-                      "label": label + (" (unclean: RECOVERING)" if c.recovering and not pc.recovering else "")})
+        marks.append(
+            {
+                "lane": "controller",
+                "kind": "elect",
+                "label": label + (" (unclean: RECOVERING)" if c.recovering and not pc.recovering else ""),
+            }
+        )
     elif pc.recovering and not c.recovering:
         marks.append({"lane": "controller", "label": "RECOVERED", "kind": "elect"})
     # A write acknowledged in this step: the leader that handled it answers the producer.
@@ -125,7 +143,7 @@ def messages(action, state: State, prev: Optional[State]) -> tuple[list, list]:
     return msgs, marks
 
 
-def step_view(cfg, index: int, action, state: State, prev: Optional[State]) -> dict:
+def step_view(cfg, index: int, action, state: State, prev: State | None) -> dict:
     msgs, marks = messages(action, state, prev)
     ctl = controller_line(state)
     return {
@@ -143,15 +161,14 @@ def step_view(cfg, index: int, action, state: State, prev: Optional[State]) -> d
 
 def page_data(trace: Trace) -> dict:
     cfg = trace.config
-    steps = [step_view(cfg, i, a, s, trace.steps[i - 1][1] if i else None)
-             for i, (a, s) in enumerate(trace.steps)]
+    steps = [step_view(cfg, i, a, s, trace.steps[i - 1][1] if i else None) for i, (a, s) in enumerate(trace.steps)]
     epochs = sorted({e for _, s in trace.steps for br in s.brokers for e, _ in br.log})
     return {
         "trace": {**trace.to_json(), **trace.extra},
         "steps": steps,
         "epochs": epochs,
         "summary": f"rf={cfg.rf} minisr={cfg.minisr} acks={cfg.acks} unclean={'on' if cfg.unclean else 'off'} "
-                   f"protocol {cfg.protocol.era()}",
+        f"protocol {cfg.protocol.era()}",
         "invariant": trace.invariant,
         "explanation": trace.explanation,
         "reached": trace.extra.get("reached"),

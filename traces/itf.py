@@ -14,20 +14,22 @@ Variables of every state:
               vbepochs, pending (set), purgatory (list of {offset, record, down}), alter (list
               of at most one AlterPartition response record), truncating, stalled, clean
   ghost       record: acked (set of record ids), committed (list of record ids), hw_seen, acked_down
-  budget      record: records, crashes, unclean, fences, shrinks
+  budget      record: one count per search bound declared in spec/next.py (records, crashes, ...)
   action      the action that led to the state: a record with a "type" field and the action's
               arguments ({"type": "Init"} for the initial state)
 """
+
 from __future__ import annotations
 
 from dataclasses import fields
 
+from kafkamc.spec.next import BOUNDS
 from kafkamc.spec.state import Broker, Controller, State, members
 from kafkamc.traces.trace import Trace
 
 FORMAT_URL = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 VARS = ("controller", "brokers", "ghost", "budget", "action")
-_SAFE = 2 ** 53 - 1     # beyond this a JSON number loses precision in JavaScript readers
+_SAFE = 2**53 - 1  # beyond this a JSON number loses precision in JavaScript readers
 
 
 def num(n: int):
@@ -47,26 +49,52 @@ def per_broker(values: tuple) -> dict:
 
 def controller(c: Controller) -> dict:
     return {
-        "leader": num(c.leader), "epoch": num(c.epoch), "pepoch": num(c.pepoch),
-        "isr": broker_set(c.isr), "registered": broker_set(c.registered), "bepochs": per_broker(c.bepochs),
-        "elr": broker_set(c.elr), "lastelr": broker_set(c.lastelr), "recovering": c.recovering,
+        "leader": num(c.leader),
+        "epoch": num(c.epoch),
+        "pepoch": num(c.pepoch),
+        "isr": broker_set(c.isr),
+        "registered": broker_set(c.registered),
+        "bepochs": per_broker(c.bepochs),
+        "elr": broker_set(c.elr),
+        "lastelr": broker_set(c.lastelr),
+        "recovering": c.recovering,
     }
 
 
 def broker(br: Broker) -> dict:
-    alter = [] if br.alter is None else [{
-        "epoch": num(br.alter.epoch), "ok": br.alter.ok, "isr": broker_set(br.alter.isr),
-        "pepoch": num(br.alter.pepoch), "error": br.alter.error}]
+    alter = (
+        []
+        if br.alter is None
+        else [
+            {
+                "epoch": num(br.alter.epoch),
+                "ok": br.alter.ok,
+                "isr": broker_set(br.alter.isr),
+                "pepoch": num(br.alter.pepoch),
+                "error": br.alter.error,
+            }
+        ]
+    )
     return {
-        "alive": br.alive, "bepoch": num(br.bepoch), "leader": num(br.leader), "epoch": num(br.epoch),
-        "pepoch": num(br.pepoch), "isr": broker_set(br.isr),
+        "alive": br.alive,
+        "bepoch": num(br.bepoch),
+        "leader": num(br.leader),
+        "epoch": num(br.epoch),
+        "pepoch": num(br.pepoch),
+        "isr": broker_set(br.isr),
         "log": [{"epoch": num(e), "record": num(r)} for e, r in br.log],
-        "leo": num(br.leo), "hw": num(br.hw),
+        "leo": num(br.leo),
+        "hw": num(br.hw),
         "cache": [{"epoch": num(e), "start": num(s)} for e, s in br.cache],
-        "start": num(br.start), "views": per_broker(br.views), "vbepochs": per_broker(br.vbepochs),
+        "start": num(br.start),
+        "views": per_broker(br.views),
+        "vbepochs": per_broker(br.vbepochs),
         "pending": broker_set(br.pending),
         "purgatory": [{"offset": num(o), "record": num(r), "down": num(d)} for o, r, d in br.purgatory],
-        "alter": alter, "truncating": br.truncating, "stalled": br.stalled, "clean": br.clean,
+        "alter": alter,
+        "truncating": br.truncating,
+        "stalled": br.stalled,
+        "clean": br.clean,
     }
 
 
@@ -77,7 +105,7 @@ def action(a) -> dict:
     for f in fields(a):
         v = getattr(a, f.name)
         if v is None:
-            continue            # e.g. BrokerCrash.keep of a clean crash
+            continue  # e.g. BrokerCrash.keep of a clean crash
         out[f.name] = {"#set": [num(b) for b in v]} if isinstance(v, tuple) else num(v)
     return out
 
@@ -87,11 +115,13 @@ def state_vars(a, s: State) -> dict:
     return {
         "controller": controller(s.controller),
         "brokers": {"#map": [[num(b), broker(br)] for b, br in enumerate(s.brokers, 1)]},
-        "ghost": {"acked": {"#set": [num(r) for r in members(g.acked)]},
-                  "committed": [num(r) for r in g.committed],
-                  "hw_seen": num(g.hw_seen), "acked_down": num(g.acked_down)},
-        "budget": {"records": num(u.records), "crashes": num(u.crashes), "unclean": num(u.unclean),
-                   "fences": num(u.fences), "shrinks": num(u.shrinks)},
+        "ghost": {
+            "acked": {"#set": [num(r) for r in members(g.acked)]},
+            "committed": [num(r) for r in g.committed],
+            "hw_seen": num(g.hw_seen),
+            "acked_down": num(g.acked_down),
+        },
+        "budget": {b.name: num(u.of(b.name)) for b in BOUNDS},
         "action": action(a),
     }
 
@@ -102,8 +132,7 @@ def to_itf(trace: Trace) -> dict:
         "format": "ITF",
         "format-description": FORMAT_URL,
         "source": "kafkamc",
-        "description": (f"kafkamc counterexample to {trace.invariant}" if trace.invariant
-                        else "kafkamc trace"),
+        "description": (f"kafkamc counterexample to {trace.invariant}" if trace.invariant else "kafkamc trace"),
         "config": trace.config.to_dict(),
         "invariant": trace.invariant,
         "kind": trace.kind,

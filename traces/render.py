@@ -1,16 +1,14 @@
 """Render a trace in the terminal with rich: a table per step, what changed highlighted."""
+
 from __future__ import annotations
 
-from typing import Optional
-
+from kafkamc.spec.state import NO_LEADER, UNKNOWN, State, members
+from kafkamc.traces.trace import Trace, format_action
 from rich import box
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
-
-from kafkamc.spec.state import NO_LEADER, UNKNOWN, State, members
-from kafkamc.traces.trace import Trace, format_action
 
 CHANGED = "bold yellow"
 
@@ -108,10 +106,11 @@ def health(cfg, state: State) -> list[str]:
     return out
 
 
-def step_panel(cfg, index: int, action, state: State, prev: Optional[State], diff_only: bool = False,
-               note: Optional[Text] = None) -> Panel:
+def step_panel(
+    cfg, index: int, action, state: State, prev: State | None, diff_only: bool = False, note: Text | None = None
+) -> Panel:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)
-    diff_only = diff_only and prev is not None    # step 0 has nothing to compare with: show it all
+    diff_only = diff_only and prev is not None  # step 0 has nothing to compare with: show it all
     cols = list(broker_row(state, 1).keys())
     for col in cols:
         table.add_column(col, overflow="fold")
@@ -120,8 +119,7 @@ def step_panel(cfg, index: int, action, state: State, prev: Optional[State], dif
         before = broker_row(prev, b) if prev is not None else now
         if diff_only and now == before:
             continue
-        table.add_row(*[Text(now[k], style=CHANGED if now[k] != before[k] and prev is not None else "")
-                        for k in cols])
+        table.add_row(*[Text(now[k], style=CHANGED if now[k] != before[k] and prev is not None else "") for k in cols])
     ctl_now = controller_line(state)
     ctl_before = controller_line(prev) if prev is not None else ctl_now
     ctl = Text("controller: ")
@@ -142,11 +140,10 @@ def step_panel(cfg, index: int, action, state: State, prev: Optional[State], dif
     if note is not None:
         parts.append(note)
     title = f"step {index}: {format_action(action)}"
-    return Panel(Group(*parts), title=title, title_align="left",
-                 border_style="red" if note is not None else "blue")
+    return Panel(Group(*parts), title=title, title_align="left", border_style="red" if note is not None else "blue")
 
 
-def violation_note(trace: Trace) -> Optional[Text]:
+def violation_note(trace: Trace) -> Text | None:
     if trace.invariant is None:
         return None
     t = Text(f"VIOLATED {trace.invariant}", style="bold red")
@@ -161,7 +158,7 @@ def violation_note(trace: Trace) -> Optional[Text]:
     return t
 
 
-def render(trace: Trace, console: Console, only_step: Optional[int] = None, diff_only: bool = False) -> None:
+def render(trace: Trace, console: Console, only_step: int | None = None, diff_only: bool = False) -> None:
     cfg = trace.config
     note = violation_note(trace)
     last = len(trace.steps) - 1

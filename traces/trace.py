@@ -1,17 +1,18 @@
 """Counterexample traces as data: JSON with a schema version, loading, and replay against the model."""
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Optional
 
-from kafkamc.spec.actions import ACTION_TYPES
 from kafkamc.spec.config import Config, ConfigError
-from kafkamc.spec.model import Model, step
+from kafkamc.spec.model import Model
+from kafkamc.spec.next import NEXT
 
-SCHEMA = "kafkamc.trace/2"
-_ACTIONS = {t.__name__: t for t in ACTION_TYPES}
+SCHEMA = "kafkamc.trace/3"  # 3: the budget is a list of (bound, spent) pairs
+_ACTIONS = {a.name: a.type for a in NEXT}
+_DESCRIBE = {a.type: a.describe for a in NEXT}
 
 
 class TraceError(Exception):
@@ -21,20 +22,20 @@ class TraceError(Exception):
 def to_jsonable(x):
     if is_dataclass(x):
         return {f.name: to_jsonable(getattr(x, f.name)) for f in fields(x)}
-    if hasattr(x, "_fields"):          # the state records are NamedTuples
+    if hasattr(x, "_fields"):  # the state records are NamedTuples
         return {name: to_jsonable(v) for name, v in zip(x._fields, x)}
     if isinstance(x, (tuple, list)):
         return [to_jsonable(v) for v in x]
     return x
 
 
-def action_to_json(action) -> Optional[dict]:
+def action_to_json(action) -> dict | None:
     if action is None:
         return None
     return {"type": type(action).__name__, **to_jsonable(action)}
 
 
-def action_from_json(data: Optional[dict]):
+def action_from_json(data: dict | None):
     if data is None:
         return None
     data = dict(data)
@@ -51,10 +52,10 @@ def action_from_json(data: Optional[dict]):
 @dataclass
 class Trace:
     config: Config
-    steps: list                         # [(action or None, state), ...]
-    invariant: Optional[str] = None
-    kind: Optional[str] = None
-    explanation: Optional[dict] = None
+    steps: list  # [(action or None, state), ...]
+    invariant: str | None = None
+    kind: str | None = None
+    explanation: dict | None = None
     extra: dict = field(default_factory=dict)
 
     @property
@@ -65,9 +66,14 @@ class Trace:
         return {
             "schema": SCHEMA,
             "config": self.config.to_dict(),
-            "violation": None if self.invariant is None else {
-                "invariant": self.invariant, "kind": self.kind, "length": self.length,
-                "explanation": self.explanation},
+            "violation": None
+            if self.invariant is None
+            else {
+                "invariant": self.invariant,
+                "kind": self.kind,
+                "length": self.length,
+                "explanation": self.explanation,
+            },
             "steps": [{"action": action_to_json(a), "state": to_jsonable(s)} for a, s in self.steps],
             **self.extra,
         }
@@ -118,17 +124,18 @@ def replay(cfg: Config, recorded: list) -> list:
     for i, (action, want) in enumerate(recorded[1:], start=1):
         if action is None:
             raise TraceError(f"step {i} has no action")
-        matches = [s for s in step(cfg, steps[-1][1], action) if to_jsonable(s) == want]
+        matches = [s for s in model.step(steps[-1][1], action) if to_jsonable(s) == want]
         if not matches:
-            raise TraceError(f"step {i}: {format_action(action)} does not lead to the recorded state: "
-                             "the trace is not a path of this model")
+            raise TraceError(
+                f"step {i}: {format_action(action)} does not lead to the recorded state: "
+                "the trace is not a path of this model"
+            )
         steps.append((action, matches[0]))
     return steps
 
 
 def format_action(action) -> str:
+    """How the action's entry in Next describes it (spec/next.py); "Init" for none."""
     if action is None:
         return "Init"
-    args = ", ".join(f"{f.name}={getattr(action, f.name)}" for f in fields(action)
-                     if getattr(action, f.name) is not None)
-    return f"{type(action).__name__}({args})"
+    return _DESCRIBE[type(action)](action)

@@ -1,0 +1,94 @@
+"""Interned state components and their stable fingerprints.
+
+A State is made of components: the controller, each broker, the ghost and the budget.
+Every component the fast path handles is interned (one object per value), and its stable
+64-bit fingerprint is computed once, from its byte encoding. A state's fingerprint is
+the XOR of its components' fingerprints, each first mixed with its position (so brokers
+1 and 2 swapped give another fingerprint): a step that changes two components changes
+the fingerprint by a fixed XOR, which the caches keep with the step's outcome.
+Interned objects never die, so an id(), and the serial number given to it when
+interned, names one value for the whole run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+from functools import reduce
+from operator import xor
+from typing import NamedTuple
+
+from kafkamc.spec.state import as_tuple
+
+MASK64 = (1 << 64) - 1
+CACHE_LIMIT = 1 << 22  # entries per cache before it is dropped and refilled
+
+
+class Fresh(NamedTuple):
+    """What transitions() yields with a new state: what the search needs to check it and
+    expand it without recomputing what the loop already knew."""
+
+    changed: int  # bitmask of the components it may differ from its parent in (bit 0 the
+    # controller, b broker b, rf+1 the ghost, rf+2 the budget); -1: unknown
+    known: object  # opaque: handed back to transitions() when the state is expanded
+
+
+UNKNOWN = Fresh(-1, None)
+
+
+def mix(position: int, fp: int) -> int:
+    """A component fingerprint made specific to its position in the state (splitmix64's
+    finaliser: a bijection, so distinct components stay distinct at each position)."""
+    z = (fp + (position + 1) * 0x9E3779B97F4A7C15) & MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
+def component_fingerprint(tag: int, obj) -> int:
+    """64 stable bits of one component's value; computed once per distinct value."""
+    data = marshal.dumps((tag, as_tuple(obj)), 2)
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
+def store(cache: dict, key, value) -> None:
+    """Every cache is bounded: past CACHE_LIMIT entries it is dropped and refills."""
+    if len(cache) >= CACHE_LIMIT:
+        cache.clear()
+    cache[key] = value
+
+
+class Components:
+    """The intern tables: value -> the one object for it, per kind (tuples of different
+    kinds can be equal), id -> stable fingerprint, id -> serial number, and per position
+    serial number -> mixed fingerprint."""
+
+    def __init__(self, tags: tuple):
+        self.tags = tags  # the kind of component at each position of a state
+        self.objects: dict = {}  # (tag, value) -> object
+        self.fp: dict[int, int] = {}
+        self.by_fp: dict[int, object] = {}  # fingerprint -> object, to rebuild states sent as fingerprints
+        self.serial: dict[int, int] = {}  # id -> a small number, in order of interning
+        self.at: list[list] = [[] for _ in tags]  # position -> [serial] -> mix(position, fp)
+
+    def intern(self, obj, tag: int):
+        if id(obj) in self.fp:
+            return obj  # the interned object itself: it is alive, so its id is unique
+        known = self.objects.get((tag, obj))
+        if known is None:
+            self.objects[(tag, obj)] = known = obj
+            fp = self.fp[id(obj)] = component_fingerprint(tag, obj)
+            self.by_fp[fp] = obj
+            self.serial[id(obj)] = len(self.serial)
+            for position, kind in enumerate(self.tags):
+                self.at[position].append(mix(position, fp) if kind == tag else 0)
+        return known
+
+    def xor(self, numbers) -> int:
+        """A state's fingerprint from its components' serial numbers, in position order."""
+        return reduce(xor, map(list.__getitem__, self.at, numbers))
+
+    def delta(self, position: int, old, new) -> int:
+        """What replacing one interned component by another does to a state's fingerprint."""
+        at, serial = self.at[position], self.serial
+        return at[serial[id(old)]] ^ at[serial[id(new)]]

@@ -1,0 +1,356 @@
+"""The fast path: successors and fingerprints through caches derived from the spec.
+
+Every component of a state is interned (checker/components.py); a step's outcome is
+cached under the serial numbers of the parts of the state its runs were recorded reading
+(checker/outcomes.py, checker/footprint.py); candidates are cached per broker on what
+their signature gives them (the broker, the controller, the budget); observations on
+the controller, the broker it names leader and the ghost, checked on every run. Every
+cache miss runs the spec's own functions, so a change in spec/ reaches the search with
+no table to update; `FastModel(cfg, verify=True)` re-runs them on every hit too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from operator import attrgetter, itemgetter
+
+from kafkamc.checker.components import UNKNOWN, Components, Fresh, store
+from kafkamc.checker.outcomes import Outcomes, StepCache
+from kafkamc.spec import symmetry
+from kafkamc.spec.config import Config
+from kafkamc.spec.model import Model
+from kafkamc.spec.next import Action
+from kafkamc.spec.state import State
+
+new_tuple = tuple.__new__
+stalled = attrgetter("stalled")
+
+
+class FastSuccessors:
+    """Model.successors and Model.fingerprint through the caches; same results, same order."""
+
+    def __init__(self, model: Model, verify: bool = False):
+        cfg = model.config
+        self.model = model
+        self.cfg = cfg
+        self.rf = cfg.rf
+        self.candidates_of = model.broker_candidates  # (controller, broker, budget, b) -> actions
+        self.verify = verify
+        self.caches: dict = {}  # action -> its StepCache
+        self.outcomes = Outcomes(self)
+        self.tags = (0,) + (1,) * cfg.rf + (2, 3)
+        self.components = Components(self.tags)
+        # Candidates of broker b, keyed on the serial numbers of (broker b, controller, budget).
+        self.cand_key: list = [None] + [itemgetter(b, 0, cfg.rf + 2) for b in cfg.brokers]
+        self.cand_caches: list = [None] + [{} for _ in cfg.brokers]
+        self.observe_cache: dict = {}
+
+    # ---------------------------------------------------------------- components
+
+    def split(self, state: State) -> list:
+        """The interned components of a state, in index order."""
+        intern, tags = self.components.intern, self.tags
+        comps = [state.controller, *state.brokers, state.ghost, state.budget]
+        return [intern(x, tags[i]) for i, x in enumerate(comps)]
+
+    def join(self, comps: list) -> State:
+        rf = self.rf
+        return State(comps[0], tuple(comps[1 : rf + 1]), comps[rf + 1], comps[rf + 2])
+
+    def _interned(self, state: State) -> tuple:
+        """(components, their serial numbers, the state made of them). The states the search
+        expands are made of interned components already; any other state is interned first."""
+        comps = [state.controller, *state.brokers, state.ghost, state.budget]
+        number = self.components.serial.__getitem__
+        try:
+            return comps, list(map(number, map(id, comps))), state
+        except KeyError:
+            comps = self.split(state)
+            return comps, list(map(number, map(id, comps))), self.join(comps)
+
+    def fingerprints(self, state: State) -> tuple:
+        """The components' fingerprints (what the multi-process engine ships a state as)."""
+        fp = self.components.fp
+        return tuple(fp[id(x)] for x in self._interned(state)[0])
+
+    def fingerprint(self, state: State) -> int:
+        """The XOR of the components' position-mixed fingerprints (see the module docstring)."""
+        return self.components.xor(self._interned(state)[1])
+
+    def controller_fingerprint(self, controller) -> int:
+        fp = self.components.fp.get(id(controller))
+        return fp if fp is not None else self.components.fp[id(self.components.intern(controller, 0))]
+
+    # ---------------------------------------------------------------- successors
+
+    def cache_of(self, action) -> StepCache:
+        sc = self.caches.get(action)
+        if sc is None:
+            sc = self.caches[action] = StepCache()
+        return sc
+
+    def _candidates_miss(self, state: State, comps: list, parts: list, b: int, key: tuple) -> tuple:
+        """Broker b's candidates, each as (action, its type, its outcomes or None, its
+        StepCache), computed on a miss of broker b's candidate cache, whose key transitions()
+        builds (broker b, the controller, the budget). When the run of a step read nothing
+        else, its outcomes are fixed by that key too and are kept here, which spares the
+        search one cache lookup per transition."""
+        rf = self.rf
+        local = {0, b, rf + 2, rf + 2 + b}
+        out = []
+        for a in self.candidates_of(comps[0], comps[b], comps[rf + 2], b):
+            sc = self.cache_of(a)
+            fixed = None
+            if not self.verify and (sc.reads is None or sc.reads <= local):
+                entry = sc.store.get(sc.key(parts))
+                if entry is None:
+                    outcomes, reads = self.outcomes.run(state, comps, parts, a)
+                    sc.put(parts, outcomes, reads)
+                    if reads <= local:
+                        fixed = outcomes
+                elif entry.__class__ is not StepCache:
+                    fixed = entry  # stored on the first level: its run read only the key
+            out.append((a, type(a), fixed, sc))
+        result = tuple(out)
+        store(self.cand_caches[b], key, result)
+        return result
+
+    def with_delta(self, comps: list, changes: list) -> tuple:
+        """(((index, component, its serial number), ...), XOR they make to the fingerprint of
+        a state made of comps, bitmask of the component indices they change)."""
+        delta = mask = 0
+        number = self.components.serial.__getitem__
+        for i, x in changes:
+            delta ^= self.components.delta(i, comps[i], x)
+            mask |= 1 << i
+        return tuple((i, x, number(id(x))) for i, x in changes), delta, mask
+
+    def _observe_miss(self, comps: list, key: tuple) -> list:
+        """[ghost, fingerprint XOR, quiet, the quiet test it is of, the ghost's serial number]
+        after the ghost observes the true leader of these components; computed on a miss of
+        the observe cache, whose key transitions() builds (the controller, the broker it
+        names leader, the ghost). The quiet value and test are filled by transitions()."""
+        G = self.rf + 1
+        g = self.outcomes.observed(comps)
+        out = [g, self.components.delta(G, comps[G], g), None, None, self.components.serial[id(g)]]
+        store(self.observe_cache, key, out)
+        return out
+
+    def transitions(self, state: State, is_new=None, quiet=None, fired=None, known=None):
+        """(index, action, successor, its fingerprint before symmetry, fresh), in candidate order.
+
+        Alone, it yields every transition (fresh None). Given the search's is_new(fp),
+        quiet(state, nxt) and `fired`, a dict holding every action type (it counts the
+        transitions per type), it yields only those the search must look at: a new state
+        (is_new already called; fresh is a Fresh), or a step quiet() does not pass (fresh
+        False; is_new not called, so the search can stop on it first). The search's
+        per-transition work happens in this one loop, where the cache hits are inlined: it
+        runs once per transition. `known` is the Fresh.known this loop yielded with `state`:
+        its keys' parts followed by its fingerprint, in one list (a state waiting in the
+        search's queue holds it), which are then not computed again.
+
+        Screening, the loop also skips work the search would repeat. The states it expands
+        are observed already, so a step that changes neither the controller, nor the broker
+        it names leader, nor the ghost is observed as the state itself is: it takes the
+        state's own observe entry, looked up once. And when the quiet test
+        depends only on what the observation is keyed on (quiet.leader_only, which Z3 shows),
+        a step that keeps the controller and the ghost gets its value from the observe cache
+        entry, and builds its successor only when that is new."""
+        rf = self.rf
+        G = rf + 1
+        if known is None or self.verify:
+            comps, numbers, state = self._interned(state)
+            base = self.components.xor(numbers)
+            parts = [*numbers, *map(stalled, state.brokers), base]  # the keys' parts (checker/footprint.py), then base
+            if known is not None and known != parts:
+                raise AssertionError("the fingerprint or keys carried from the parent are wrong")
+        else:
+            comps = [state.controller, *state.brokers, state.ghost, state.budget]
+            parts = known
+            base = parts[-1]
+        observe_get = self.observe_cache.get
+        verify = self.verify
+        screen = is_new is not None
+        c = state.controller
+        ghost = 1 << G
+        kept = 1 | ghost  # a step that changes neither keeps the quiet test's cache entry
+        touch = kept | 1 << c.leader  # changes that may change the observation
+        cached = screen and getattr(quiet, "leader_only", False)
+        # A step that touches nothing observed is observed as the state itself is: its entry.
+        okey = (id(c), id(comps[c.leader]) if c.leader else 0, id(comps[G]))
+        same = observe_get(okey) or self._observe_miss(comps, okey)
+        index = -1
+        cand_caches, cand_key = self.cand_caches, self.cand_key
+        for b in range(1, rf + 1):
+            ckey = cand_key[b](parts)
+            candidates = cand_caches[b].get(ckey)
+            if candidates is None:
+                candidates = self._candidates_miss(state, comps, parts, b, ckey)
+            for action, kind, outcomes, sc in candidates:
+                if outcomes is None:
+                    outcomes = sc.store.get(sc.key(parts))
+                    if outcomes.__class__ is StepCache:
+                        outcomes = outcomes.store.get(outcomes.key(parts))
+                    if outcomes is None or verify:
+                        outcomes = self.outcomes.cached(sc, state, comps, parts, action)
+                for changes, delta, mask in outcomes:
+                    index += 1
+                    new = comps.copy()
+                    for i, x, _ in changes:
+                        new[i] = x
+                    if mask & touch or not screen:
+                        c = new[0]
+                        okey = (id(c), id(new[c.leader]) if c.leader else 0, id(new[G]))
+                        seen = observe_get(okey)
+                        if seen is None:
+                            seen = self._observe_miss(new, okey)
+                    else:
+                        seen = same
+                    fp = base ^ delta ^ seen[1]
+                    keeps = settled = False
+                    if screen:
+                        fired[kind] += 1
+                        keeps = cached and not (mask & kept)  # seen may hold this step's quiet test
+                        settled = keeps and seen[3] is quiet and not verify
+                        if settled and seen[2]:
+                            if fp == base or not is_new(fp):  # fp == base: the state itself
+                                continue
+                    nxt = new_tuple(
+                        State, (new[0], tuple(new[1:G]), seen[0], new[G + 1])
+                    )  # State(...) without its __new__
+                    if verify:
+                        self._check_observed(state, action, nxt, fp)
+                    if not screen:
+                        yield index, action, nxt, fp, None
+                        continue
+                    if not (settled and seen[2]):
+                        q = quiet(state, nxt)
+                        if keeps:
+                            if verify and seen[3] is quiet and seen[2] != q:
+                                raise AssertionError(
+                                    f"the quiet test cached for {action} differs: it reads more than leader_only says"
+                                )
+                            seen[2], seen[3] = q, quiet
+                        if not q:
+                            yield index, action, nxt, fp, False
+                            continue
+                        if not is_new(fp):
+                            continue
+                    child = parts.copy()  # the successor's keys' parts and fingerprint
+                    for i, x, n in changes:
+                        child[i] = n
+                        if i < G and i:
+                            child[G + 1 + i] = x.stalled  # parts hold broker b's stalled flag at rf + 2 + b
+                    child[G] = seen[4]
+                    child[-1] = fp
+                    yield (
+                        index,
+                        action,
+                        nxt,
+                        fp,
+                        new_tuple(Fresh, (mask | ghost if seen[0] is not comps[G] else mask, child)),
+                    )
+
+    def expand(self, state: State):
+        """(action, successor, its fingerprint before symmetry), in candidate order."""
+        for _, action, nxt, fp, _ in self.transitions(state):
+            yield action, nxt, fp
+
+    def successors(self, state: State):
+        for _, action, nxt, _, _ in self.transitions(state):
+            yield action, nxt
+
+    def _check_observed(self, state: State, action, nxt: State, fp: int) -> None:
+        direct = self.model.step(state, action)
+        if nxt not in direct:
+            raise AssertionError(f"cached successor of {action} is not one the step function gives")
+        if fp != self.fingerprint(nxt):
+            raise AssertionError(f"the fingerprint XOR cached with {action} is wrong")
+
+
+def screened(expanded, state: State, is_new=None, quiet=None, fired=None):
+    """What transitions() yields, made from any (action, successor, fingerprint) sequence
+    (fired: a dict, action type -> transitions):
+    (index, action, successor, fingerprint, fresh), all of them (fresh None) without is_new,
+    else only a new state (fresh UNKNOWN: nothing known about it) or a step quiet() does not
+    pass (fresh False)."""
+    for index, (action, nxt, fp) in enumerate(expanded):
+        if is_new is None:
+            yield index, action, nxt, fp, None
+            continue
+        fired[type(action)] = fired.get(type(action), 0) + 1
+        if not quiet(state, nxt):
+            yield index, action, nxt, fp, False
+        elif is_new(fp):
+            yield index, action, nxt, fp, UNKNOWN
+
+
+class FastModel:
+    """The spec's Model with the fast path: what the local and multi-process engines search.
+
+    Successors come from FastSuccessors; with config.symmetry, fingerprints are those of
+    canonical states (spec/symmetry.py); the states themselves, and so every trace, stay
+    the real ones. `actions` replaces spec.next.NEXT (tests change a step this way).
+    """
+
+    def __init__(self, config: Config, verify: bool = False, actions: tuple[Action, ...] | None = None):
+        self.spec = Model(config, actions)
+        self.config = self.spec.config
+        self.fast = FastSuccessors(self.spec, verify)
+        self.in_order = self.config.brokers
+
+    def initial_states(self) -> list[State]:
+        return self.spec.initial_states()
+
+    def successors(self, state: State) -> Iterator[tuple[object, State]]:
+        return self.fast.successors(state)
+
+    def expand(self, state: State) -> Iterator[tuple[object, State, int]]:
+        """(action, successor, fingerprint): successors with the fingerprint the engine needs."""
+        if self._canonical_successors(state):
+            return self.fast.expand(state)
+        return self._expand_reduced(state)
+
+    def transitions(self, state: State, is_new=None, quiet=None, fired=None, known=None):
+        """expand() as the search consumes it; see FastSuccessors.transitions."""
+        if self._canonical_successors(state):
+            return self.fast.transitions(state, is_new, quiet, fired, known)
+        return screened(self._expand_reduced(state), state, is_new, quiet, fired)
+
+    def _canonical_successors(self, state: State) -> bool:
+        """Whether the successors' own fingerprints are canonical. No step changes the
+        assignment, so the successors of a state in assignment order 1..rf are their own
+        canonical forms: the reduced search (which starts from that order) needs no
+        canonicalisation at all. Verify mode checks the premise."""
+        return not self.config.symmetry or (state.controller.replicas == self.in_order and not self.fast.verify)
+
+    def _expand_reduced(self, state: State):
+        in_order, fingerprint = self.in_order, self.fast.fingerprint
+        for action, nxt, fp in self.fast.expand(state):
+            if nxt.controller.replicas != state.controller.replicas:
+                raise AssertionError(f"{action} changed the replica assignment, which symmetry assumes fixed")
+            if nxt.controller.replicas != in_order:
+                fp = fingerprint(symmetry.canonical(nxt))
+            yield action, nxt, fp
+
+    def owner_key(self, state: State) -> int:
+        """What the multi-process engine partitions states by: the fingerprint of the
+        (canonical) controller. States that share a controller share most cache entries
+        (every step that reads it), so each worker keeps meeting its own; a random split
+        made every worker recompute most of them."""
+        c = state.controller
+        if self.config.symmetry and c.replicas != self.in_order:
+            c = symmetry.canonical(state).controller
+        return self.fast.controller_fingerprint(c)
+
+    def canonical(self, state: State) -> State:
+        return self.spec.canonical(state)
+
+    def fingerprint(self, state: State) -> int:
+        return self.fast.fingerprint(self.canonical(state))
+
+    def action_types(self) -> tuple:
+        return self.spec.action_types()
+
+    def action_names(self) -> list[str]:
+        return self.spec.action_names()

@@ -1,0 +1,100 @@
+"""What every engine shares: limits, the result and its verdict, violations, and the
+replay that turns a path of successor indices back into a trace.
+
+The engines differ only in how they expand states (one process, forked workers, Spark
+executors, or the plain reference BFS); what they report is built here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+STRATEGIES = ("bfs", "dfs")
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_states: int | None = None  # distinct states
+    time_limit: float | None = None  # seconds
+    max_depth: int | None = None  # transitions from an initial state
+
+
+@dataclass
+class Violation:
+    invariant: str
+    kind: str  # "state" or "action"
+    trace: list  # [(None, initial state), (action, state), ...]
+
+    @property
+    def length(self) -> int:
+        """Number of transitions in the trace."""
+        return len(self.trace) - 1
+
+
+@dataclass
+class Result:
+    verdict: str  # "holds" | "violated" | "incomplete"
+    strategy: str
+    distinct_states: int
+    states_generated: int
+    depth: int
+    elapsed_s: float
+    stop_reason: str | None = None  # why an incomplete search stopped
+    violation: Violation | None = None
+    coverage: Counter = field(default_factory=Counter)
+    reached: dict = field(default_factory=dict)  # reachability property -> witness trace
+    visited_bytes: int = 0  # the visited set and parent pointers, in bytes
+
+    @property
+    def bytes_per_state(self) -> float:
+        return self.visited_bytes / self.distinct_states if self.distinct_states else 0.0
+
+    @property
+    def states_per_second(self) -> float:
+        return self.distinct_states / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def collision_probability(self) -> float:
+        """Optimistic chance that two distinct states shared a fingerprint (as TLC estimates it)."""
+        n, g = self.distinct_states, self.states_generated
+        return n * max(g - n, 0) / 2.0**64
+
+
+def replay_path(model, init_index: int, steps: list[int]) -> list:
+    """Re-execute the model along successor indices: [(None, s0), (action, s1), ...]."""
+    state = model.initial_states()[init_index]
+    trace = [(None, state)]
+    for i in steps:
+        for j, (action, nxt) in enumerate(model.successors(state)):
+            if j == i:
+                state = nxt
+                trace.append((action, state))
+                break
+        else:
+            raise RuntimeError("the model is not deterministic: a recorded successor is missing")
+    return trace
+
+
+def verdict_of(violation: Violation | None, reached_all: bool, stop_reason: str | None) -> str:
+    """violated > reached (every target of a reachability search seen) > incomplete > holds."""
+    if violation is not None:
+        return "violated"
+    if reached_all:
+        return "reached"
+    if stop_reason is not None:
+        return "incomplete"
+    return "holds"
+
+
+def progress_stats(distinct: int, generated: int, queue: int, depth: int, elapsed: float, final: bool = False) -> dict:
+    """One progress report, as every engine sends it to checker/progress.py."""
+    return {
+        "distinct": distinct,
+        "generated": generated,
+        "queue": queue,
+        "depth": depth,
+        "elapsed": elapsed,
+        "rate": distinct / elapsed if elapsed > 0 else 0.0,
+        "final": final,
+    }

@@ -1,0 +1,186 @@
+"""Replication to followers: Fetch, OffsetsForLeaderEpoch and a follower that stalls.
+
+Sources: Partition.fetchRecords and updateFollowerFetchState (the leader's side),
+AbstractFetcherThread.processFetchRequest and truncate (the follower's side),
+KIP-101/KIP-279 (OffsetsForLeaderEpoch), KAFKA-10554 (diverging epoch in the fetch
+response), KIP-320 (current leader epoch fencing), KIP-903 (broker epoch in fetch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafkamc.spec.alter_partition import ISR_SHRINKS
+from kafkamc.spec.hw import advance_leader_hw
+from kafkamc.spec.log import UNDEFINED, append, end_offset_for_epoch, truncate, truncation_offset
+from kafkamc.spec.rpc import RoundTrip
+from kafkamc.spec.state import NO_LEADER, Broker, Budget, Controller, FetchRequest, FetchResponse, State, bit, replace
+
+if TYPE_CHECKING:
+    from kafkamc.spec.config import Config
+
+# fetch.max.bytes in the model: an answer carries at most one record (one producer batch).
+# Smaller answers leave a follower behind the offset it fetched from, the window in which
+# KAFKA-7128 let a follower into the ISR without the records below the new epoch's start.
+FETCH_MAX_RECORDS = 1
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """The follower fetches from the leader it knows, from its LEO with its last fetched epoch.
+
+    The leader records the follower's position from the request and answers with records
+    and its HW, or with a diverging epoch; the follower appends or truncates.
+    """
+
+    follower: int
+    leader: int
+
+
+@dataclass(frozen=True)
+class OffsetsForLeaderEpoch:
+    """A follower that must truncate asks the leader where its last epoch ends (KIP-101 rules)."""
+
+    follower: int
+    leader: int
+
+
+@dataclass(frozen=True)
+class ReplicaStall:
+    """A follower stops fetching (GC pause, slow disk) for longer than replica.lag.time.max.ms."""
+
+    follower: int
+
+
+def offsets_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> Iterator:
+    """A follower that must truncate first asks OffsetsForLeaderEpoch."""
+    if br.alive and br.leader not in (NO_LEADER, b) and br.truncating:
+        yield OffsetsForLeaderEpoch(b, br.leader)
+
+
+def fetch_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> Iterator:
+    if br.alive and br.leader not in (NO_LEADER, b) and not br.truncating:
+        yield Fetch(b, br.leader)
+
+
+def stall_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> Iterator:
+    if (
+        br.alive
+        and br.leader not in (NO_LEADER, b)
+        and not br.stalled
+        and c.isr & bit(b)
+        and u.of(ISR_SHRINKS.name) < cfg.bound(ISR_SHRINKS)
+    ):
+        yield ReplicaStall(b)
+
+
+def epoch_fenced(cfg: Config, leader: Broker, follower_epoch: int) -> bool:
+    """KIP-320: a request carrying another leader epoch than the leader's own is rejected."""
+    return cfg.rule("fetch_fencing") == "current_leader_epoch" and leader.epoch != follower_epoch
+
+
+def send_fetch(cfg: Config, state: State, a: Fetch) -> FetchRequest | None:
+    """The follower's request, when the leader it knows leads in the follower's epoch;
+    otherwise NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, and nothing changes."""
+    f, ld = a.follower, a.leader
+    fol, lead = state.broker(f), state.broker(ld)
+    if not (
+        fol.alive
+        and fol.leader == ld
+        and ld != f
+        and not fol.truncating
+        and lead.alive
+        and lead.leader == ld
+        and not epoch_fenced(cfg, lead, fol.epoch)
+    ):
+        return None
+    return FetchRequest(fol.leo, fol.last_epoch(), fol.epoch, fol.bepoch)
+
+
+def handle_fetch(cfg: Config, state: State, a: Fetch, req: FetchRequest) -> tuple[State, FetchResponse]:
+    """The leader's side (Partition.fetchRecords): check divergence, learn the follower's LEO
+    from the fetch offset (updateFollowerFetchState), maybe advance the HW."""
+    ld, f = a.leader, a.follower
+    lead = state.broker(ld)
+    fetch_offset = req.fetch_offset
+    if cfg.rule("truncation") == "diverging_epoch":
+        last_epoch = req.last_epoch
+        if last_epoch != UNDEFINED:
+            epoch, end = end_offset_for_epoch(lead.cache, lead.leo, last_epoch)
+            if end < fetch_offset or epoch < last_epoch:
+                # Diverging: the leader does not record the follower's offset.
+                return state, FetchResponse(ld, lead.epoch, fetch_offset, hw=lead.hw, diverging=(epoch, end))
+    elif fetch_offset > lead.leo:
+        # OFFSET_OUT_OF_RANGE: the follower is ahead and truncates to the leader's LEO.
+        return state, FetchResponse(ld, lead.epoch, fetch_offset, hw=lead.hw, diverging=(UNDEFINED, lead.leo))
+    views, vbepochs = list(lead.views), list(lead.vbepochs)
+    views[f - 1] = fetch_offset  # learned from the request, never from the response
+    vbepochs[f - 1] = req.bepoch  # KIP-903: the fetch names the follower's broker epoch
+    lead = replace(lead, views=tuple(views), vbepochs=tuple(vbepochs))
+    state = advance_leader_hw(cfg, state.with_broker(ld, lead), ld)
+    lead = state.broker(ld)
+    records = lead.log[fetch_offset : fetch_offset + FETCH_MAX_RECORDS]
+    return state, FetchResponse(ld, lead.epoch, fetch_offset, records=records, hw=lead.hw)
+
+
+def handle_fetch_response(cfg: Config, state: State, a: Fetch, resp: FetchResponse) -> State:
+    """The follower's side (AbstractFetcherThread.processFetchRequest): truncate to the
+    divergence point, or append and take the HW."""
+    fol = state.broker(a.follower)
+    if resp.diverging is not None:
+        offset, _done = truncation_offset(fol.cache, fol.leo, fol.hw, *resp.diverging)
+        log, cache = truncate(fol.log, fol.cache, offset)
+        fol = replace(fol, log=log, cache=cache, hw=min(fol.hw, len(log)), stalled=False)
+    else:
+        log, cache = append(fol.log, fol.cache, resp.records)
+        fol = replace(fol, log=log, cache=cache, hw=min(resp.hw, len(log)), stalled=False)
+    return state.with_broker(a.follower, fol)
+
+
+# One fetch round trip: the follower's request, the leader's handling, the follower's handling.
+fetch = RoundTrip(send_fetch, handle_fetch, handle_fetch_response)
+
+
+def offsets_for_leader_epoch(cfg: Config, state: State, a: OffsetsForLeaderEpoch) -> State | None:
+    """KIP-101: a new follower asks where its last epoch ends on the leader and truncates there.
+
+    Under KIP-279 it compares the epoch the leader answered for with its own and asks again
+    until they agree; before it, one answer is taken as final.
+    """
+    f, ld = a.follower, a.leader
+    fol = state.broker(f)
+    if not fol.alive or not fol.truncating or fol.leader != ld or ld == f:
+        return None
+    lead = state.broker(ld)
+    if not state.leads(ld) or epoch_fenced(cfg, lead, fol.epoch):
+        return None
+    epoch, end = end_offset_for_epoch(lead.cache, lead.leo, fol.last_epoch())
+    if cfg.rule("truncation") == "leader_epoch_kip279":
+        offset, done = truncation_offset(fol.cache, fol.leo, fol.hw, epoch, end)
+    elif end == UNDEFINED:
+        offset, done = min(fol.hw, fol.leo), True  # no epoch to ask about: fall back to the HW
+    else:
+        offset, done = min(end, fol.leo), True
+    log, cache = truncate(fol.log, fol.cache, offset)
+    fol = replace(fol, log=log, cache=cache, hw=min(fol.hw, len(log)), truncating=not done)
+    return state.with_broker(f, fol)
+
+
+def replica_stall(cfg: Config, state: State, a: ReplicaStall) -> State | None:
+    """A follower in the ISR goes quiet for longer than replica.lag.time.max.ms; its next fetch ends it.
+
+    Only useful to the search while an ISR shrink can still happen, so it waits on that budget.
+    """
+    f = a.follower
+    fol = state.broker(f)
+    if (
+        not fol.alive
+        or fol.stalled
+        or fol.leader in (NO_LEADER, f)
+        or not state.controller.isr & bit(f)
+        or state.budget.of(ISR_SHRINKS.name) >= cfg.bound(ISR_SHRINKS)
+    ):
+        return None
+    return state.with_broker(f, replace(fol, stalled=True))

@@ -1,0 +1,93 @@
+"""The one home of the high-watermark rules: how a leader advances its HW, and what a
+consumer sees of it (and so what the ghost records as committed and exposed).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafkamc.spec.state import NO_LEADER, Broker, State, members, replace, size
+
+if TYPE_CHECKING:
+    from kafkamc.spec.config import Config
+
+
+def hw_isr(cfg: Config, br: Broker) -> int:
+    """The ISR the leader computes its HW over while an AlterPartition may be in flight
+    (the hw_pending_isr rule; KIP-497's maximal ISR: additions count at once, removals
+    once committed)."""
+    if cfg.rule("hw_pending_isr") == "maximal":
+        return br.isr | br.pending
+    return br.isr
+
+
+def advance_leader_hw(cfg: Config, state: State, b: int) -> State:
+    """Partition.maybeIncrementLeaderHW: HW = min LEO over the ISR in use; since 3.7 only at
+    or above min ISR (KAFKA-15583). acks=all requests waiting in purgatory are answered
+    once the HW passes them (DelayedProduce): acknowledged when the ISR is at min ISR,
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND otherwise."""
+    br = state.broker(b)
+    if size(br.isr) < cfg.effective_minisr and cfg.rule("hw_min_isr") == "min_isr":
+        return state
+    isr = hw_isr(cfg, br)
+    new_hw = br.leo
+    for f in members(isr):
+        if f != b:
+            new_hw = min(new_hw, br.views[f - 1])
+    if new_hw <= br.hw:
+        return state
+    answered = [entry for entry in br.purgatory if entry[0] < new_hw]
+    nxt = state.with_broker(b, replace(br, hw=new_hw, purgatory=tuple(e for e in br.purgatory if e[0] >= new_hw)))
+    if answered and size(isr) >= cfg.effective_minisr:
+        # Acknowledged: the ghost learns it (and, for the durability table, how many brokers
+        # stayed down from append to ack). Below min ISR the producer is told it failed.
+        g = state.ghost
+        acked, acked_down, down_now = g.acked, g.acked_down, brokers_down(cfg, state)
+        for _offset, rec, down in answered:
+            acked |= 1 << (rec - 1)
+            acked_down = max(acked_down, min(down, down_now))
+        if acked != g.acked:
+            nxt = replace(nxt, ghost=replace(g, acked=acked, acked_down=acked_down))
+    return nxt
+
+
+def brokers_down(cfg: Config, state: State) -> int:
+    """The ghost count of brokers down, kept only for the durability table (track_down)."""
+    return sum(1 for other in state.brokers if not other.alive) if cfg.track_down else 0
+
+
+def consumer_hw(cfg: Config, br: Broker) -> int:
+    """The HW a consumer can read from this leader, or -1 when it exposes none.
+
+    Under KIP-207 a new leader answers OFFSET_NOT_AVAILABLE until its HW has reached the
+    start offset of its own epoch; before it, whatever HW the leader had was exposed.
+    """
+    if cfg.rule("consumer_hw") == "kip207" and br.hw < br.start:
+        return -1
+    return br.hw
+
+
+def observe(cfg: Config, state: State) -> State:
+    """Update the ghost variables from what the partition's true leader now exposes.
+
+    committed: the true leader's log below its HW, the longest ever seen (only ever extended).
+    hw_seen: the highest HW a consumer could read from the true leader (consumer_hw).
+    """
+    t = state.true_leader()
+    if t == NO_LEADER:
+        return state
+    br = state.broker(t)
+    g = state.ghost
+    committed, hw_seen = g.committed, g.hw_seen
+    if br.hw > len(committed):
+        exposed = tuple(rec for _epoch, rec in br.log[: br.hw])
+        # Only an extension of what was committed is new commitment; a different history
+        # is a loss that the invariants report, and must not overwrite the record of it.
+        if exposed[: len(committed)] == committed:
+            committed = exposed
+    seen = consumer_hw(cfg, br)
+    if seen > hw_seen:
+        hw_seen = seen
+    if committed is g.committed and hw_seen == g.hw_seen:
+        return state
+    return replace(state, ghost=replace(g, committed=committed, hw_seen=hw_seen))

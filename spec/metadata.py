@@ -1,0 +1,97 @@
+"""Metadata propagation: a broker applies the controller's latest partition metadata and
+becomes leader or follower (ReplicaManager.applyDelta, Partition.makeLeader/makeFollower).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafkamc.spec.hw import advance_leader_hw
+from kafkamc.spec.log import assign_epoch, truncate
+from kafkamc.spec.state import UNKNOWN, Broker, Budget, Controller, State, replace
+
+if TYPE_CHECKING:
+    from kafkamc.spec.config import Config
+
+
+@dataclass(frozen=True)
+class MetadataUpdate:
+    """The broker applies the controller's latest metadata: becomes leader or follower."""
+
+    broker: int
+
+
+def metadata_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> Iterator:
+    if br.alive and stale(c, br, b):
+        yield MetadataUpdate(b)
+
+
+def as_follower(br: Broker) -> Broker:
+    """Drop leader-only state; requests in purgatory fail with NOT_LEADER_OR_FOLLOWER."""
+    return replace(br, start=0, views=(), vbepochs=(), pending=0, purgatory=(), alter=None)
+
+
+def become_leader(cfg: Config, state: State, b: int) -> State:
+    """makeLeader: the new epoch starts at our LEO; follower positions are unknown."""
+    c = state.controller
+    br = as_follower(state.broker(b))
+    cache = br.cache
+    if cfg.rule("leader_epoch_cache") == "on_election":
+        cache = assign_epoch(cache, c.epoch, br.leo)  # KAFKA-7415; before it, only an append records the epoch
+    br = replace(
+        br,
+        leader=b,
+        epoch=c.epoch,
+        pepoch=c.pepoch,
+        isr=c.isr,
+        start=br.leo,
+        cache=cache,
+        truncating=False,
+        stalled=False,
+        views=(UNKNOWN,) * cfg.rf,
+        vbepochs=(0,) * cfg.rf,
+    )
+    return advance_leader_hw(cfg, state.with_broker(b, br), b)
+
+
+def become_follower(cfg: Config, state: State, b: int) -> State:
+    """makeFollower: follow the new leader; how divergence is found depends on the truncation rule.
+
+    A follower keeps only the leader and its epoch: the ISR matters to a leader alone.
+    """
+    c = state.controller
+    old = state.broker(b)
+    br = replace(as_follower(old), leader=c.leader, epoch=c.epoch, pepoch=0, isr=0)
+    if old.leader == c.leader and cfg.rule("truncate_on") == "leader_change":
+        return state.with_broker(b, br)  # before KAFKA-7164: same leader, new epoch, no truncation
+    rule = cfg.rule("truncation")
+    if rule == "hw":
+        log, cache = truncate(br.log, br.cache, br.hw)  # before KIP-101: back to our own HW
+        br = replace(br, log=log, cache=cache)
+    elif rule in ("leader_epoch", "leader_epoch_kip279"):
+        br = replace(br, truncating=True)  # ask OffsetsForLeaderEpoch first
+    return state.with_broker(b, br)
+
+
+def metadata_update(cfg: Config, state: State, a: MetadataUpdate) -> State | None:
+    b = a.broker
+    br = state.broker(b)
+    c = state.controller
+    if not br.alive or not stale(c, br, b):
+        return None
+    if c.leader != b:
+        return become_follower(cfg, state, b)
+    if br.leader == b and br.epoch == c.epoch:
+        # Same leadership, newer ISR: take it as committed; a late response is then stale.
+        br = replace(br, isr=c.isr, pepoch=c.pepoch, pending=0)
+        return advance_leader_hw(cfg, state.with_broker(b, br), b)
+    return become_leader(cfg, state, b)
+
+
+def stale(c: Controller, br: Broker, b: int) -> bool:
+    """Whether the controller's metadata holds news that broker b acts on."""
+    if c.leader == b:
+        return (br.leader, br.epoch, br.pepoch, br.isr) != c.meta()
+    return (br.leader, br.epoch) != (c.leader, c.epoch)

@@ -1,0 +1,86 @@
+"""Next: every action of the protocol, in the order the search tries them.
+
+Each entry declares, as data, everything the rest of the tool needs about one action:
+its dataclass, how its candidates are enumerated (from one broker's view, the
+controller and the budget), its guarded step function, the bounds whose budget it may
+spend (at 0 none of them, it never fires), the protocol rule it belongs to, and how a
+trace describes it. The engines, the command line, the trace renderers and the
+coverage report read this list; adding an action means writing its RPC module's
+functions and one line here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
+
+from kafkamc.spec import alter_partition as ap
+from kafkamc.spec import broker_lifecycle as lc
+from kafkamc.spec import fetch as fe
+from kafkamc.spec import metadata as md
+from kafkamc.spec import produce as pr
+from kafkamc.spec.bounds import Bound
+
+
+def describe(action) -> str:
+    """An action as a trace prints it: its type and its fields, Fetch(follower=2, leader=1)."""
+    args = ", ".join(
+        f"{f.name}={getattr(action, f.name)}" for f in fields(action) if getattr(action, f.name) is not None
+    )
+    return f"{type(action).__name__}({args})"
+
+
+@dataclass(frozen=True)
+class Action:
+    type: type  # the action's dataclass
+    candidates: Callable[..., Any]  # (cfg, controller, broker, budget, b) -> actions of broker b
+    step: Callable[..., Any]  # (cfg, state, action) -> next state, or None when the guard fails
+    bounds: tuple[Bound, ...] = ()  # budgets it spends; with all of them 0 it never fires
+    enabled_by: tuple[Bound, ...] = ()  # bounds without which it never fires, though it spends none
+    rule: tuple[str, tuple[str, ...]] | None = None  # (rule, values) under which alone it fires
+    describe: Callable[[Any], str] = describe
+
+    @property
+    def name(self) -> str:
+        return self.type.__name__
+
+    @property
+    def needs(self) -> tuple[Bound, ...]:
+        """The bounds of which at least one must be above 0 for the action to fire."""
+        return self.bounds + self.enabled_by
+
+
+_DEAD = (lc.CRASHES, lc.UNCLEAN_CRASHES)  # a broker can only restart after one of these
+
+NEXT: tuple[Action, ...] = (
+    Action(lc.BrokerRestart, lc.restart_candidates, lc.broker_restart, enabled_by=_DEAD),
+    Action(pr.Produce, pr.produce_candidates, pr.produce, bounds=(pr.RECORDS,)),
+    Action(ap.AlterPartition, ap.alter_partition_candidates, ap.alter_partition, bounds=(ap.ISR_SHRINKS,)),
+    Action(ap.HandleAlterPartitionResponse, ap.alter_partition_response_candidates, ap.handle_alter_partition_response),
+    Action(
+        fe.OffsetsForLeaderEpoch,
+        fe.offsets_candidates,
+        fe.offsets_for_leader_epoch,
+        rule=("truncation", ("leader_epoch", "leader_epoch_kip279")),
+    ),
+    Action(fe.Fetch, fe.fetch_candidates, fe.fetch),
+    Action(fe.ReplicaStall, fe.stall_candidates, fe.replica_stall, enabled_by=(ap.ISR_SHRINKS,)),
+    Action(md.MetadataUpdate, md.metadata_candidates, md.metadata_update),
+    Action(lc.BrokerCrash, lc.crash_candidates, lc.broker_crash, bounds=_DEAD),
+    Action(lc.ControllerFenceBroker, lc.fence_candidates, lc.controller_fence_broker, bounds=(lc.FENCES,)),
+    Action(lc.BrokerHeartbeat, lc.heartbeat_candidates, lc.broker_heartbeat, enabled_by=(lc.FENCES,)),
+)
+
+
+def bounds_of(actions: tuple[Action, ...]) -> tuple[Bound, ...]:
+    """Every bound the actions declare, each once, in the order they first appear."""
+    out: list[Bound] = []
+    for a in actions:
+        for b in a.needs:
+            if b not in out:
+                out.append(b)
+    return tuple(out)
+
+
+BOUNDS: tuple[Bound, ...] = bounds_of(NEXT)

@@ -1,0 +1,56 @@
+"""Produce: how records reach the leader (KafkaApis.handleProduceRequest, Partition.appendRecordsToLeader)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafkamc.spec.bounds import Bound
+from kafkamc.spec.hw import advance_leader_hw, brokers_down
+from kafkamc.spec.log import append
+from kafkamc.spec.state import Broker, Budget, Controller, State, replace, size
+
+if TYPE_CHECKING:
+    from kafkamc.spec.config import Config
+
+RECORDS = Bound("records", 2, "records producers may append", limit=6)
+
+
+@dataclass(frozen=True)
+class Produce:
+    """A producer sends record `record` to the broker it believes leads."""
+
+    leader: int
+    record: int
+
+
+def produce_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> Iterator[Produce]:
+    if br.alive and br.leader == b and u.of(RECORDS.name) < cfg.bound(RECORDS):
+        yield Produce(b, u.of(RECORDS.name) + 1)
+
+
+def produce(cfg: Config, state: State, a: Produce) -> State | None:
+    """The leader appends the record; acks=1 answers at once, acks=all once the HW passes it,
+    acks=0 never answers (the producer learns nothing). With acks=all and an ISR below
+    min.insync.replicas the request is rejected before the append (NOT_ENOUGH_REPLICAS,
+    Partition.appendRecordsToLeader), which changes nothing."""
+    b = a.leader
+    br = state.broker(b)
+    spent = state.budget.of(RECORDS.name)
+    if not state.leads(b) or spent >= cfg.bound(RECORDS) or a.record != spent + 1:
+        return None
+    if cfg.acks == "all" and size(br.isr) < cfg.effective_minisr:
+        return state
+    offset = br.leo
+    log, cache = append(br.log, br.cache, ((br.epoch, a.record),))
+    br = replace(br, log=log, cache=cache)
+    ghost = state.ghost
+    if cfg.acks == "1":
+        ghost = replace(ghost, acked=ghost.acked | 1 << (a.record - 1))
+    elif cfg.acks == "all":
+        # The ghost count of brokers down at append time lets the durability table ask
+        # whether writes are still acknowledged with k brokers lost.
+        br = replace(br, purgatory=br.purgatory + ((offset, a.record, brokers_down(cfg, state)),))
+    nxt = replace(state.with_broker(b, br), ghost=ghost, budget=state.budget.spend(RECORDS.name))
+    return advance_leader_hw(cfg, nxt, b)
