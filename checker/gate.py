@@ -17,6 +17,7 @@ from kafkamc.checker.explorer import Limits
 from kafkamc.checker.run import CheckRun, run_check
 from kafkamc.invariants.catalog import INVARIANTS
 from kafkamc.spec.config import Config, ConfigError
+from kafkamc.spec.next import BOUNDS
 from kafkamc.spec.protocol import ProtocolError, preset
 from kafkamc.traces.html import write as write_html
 
@@ -25,7 +26,7 @@ class GateError(ValueError):
     """A gate file that cannot be run; the CLI turns it into one line and exit 2."""
 
 
-CONFIG_KEYS = {f.name for f in fields(Config)} - {"protocol", "track_down"}
+CONFIG_KEYS = ({f.name for f in fields(Config)} - {"protocol", "track_down", "limits"}) | {b.setting for b in BOUNDS}
 ENTRY_KEYS = CONFIG_KEYS | {"name", "protocol", "rules", "elr", "expect", "violates", "time_limit"}
 
 

@@ -30,55 +30,59 @@ fingerprints are the model's (spec/memo.py), the same in every process. Executor
 the Model and the InvariantSuite from the Config once per Python worker (the suite
 compiles Python with exec: it is never pickled).
 The `kafkamc` package reaches the executors as a zip built at run time.
+Starting Spark and shipping the package live in checker/spark_context.py; what runs on the
+executors lives in checker/spark_tasks.py.
 """
 
 from __future__ import annotations
 
-import atexit
-import bisect
-import importlib.util
-import os
-import re
 import shutil
-import socket
-import sys
 import tempfile
 import time
 import uuid
-import zipfile
-from array import array
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from itertools import chain
-from pathlib import Path
-from typing import NamedTuple
 
-from kafkamc.checker.codec import decode, encode, state_from_key  # noqa: F401 (state_from_key: tests)
+from kafkamc.checker.codec import encode, state_from_key  # noqa: F401 (state_from_key: tests)
 from kafkamc.checker.fast import FastModel as Model
 from kafkamc.checker.keys import AFTER_EVERY_STEP as _AFTER_EVERY_STEP
 from kafkamc.checker.keys import decode_key
 from kafkamc.checker.keys import index_bytes as _index_bytes
 from kafkamc.checker.search import Limits, Result, Violation, replay_path
+
+# Re-exported as well as used: callers and tests import SparkUnavailable, SparkJobFailed,
+# spark_context, build_package_zip, ship_package, PACKAGES, FaultInjection, Part and _Task
+# from kafkamc.checker.spark.
+from kafkamc.checker.spark_context import (  # noqa: F401
+    PACKAGES,
+    SparkJobFailed,
+    SparkUnavailable,
+    _python_error,
+    _remove_dir,
+    build_package_zip,
+    ship_package,
+    spark_context,
+)
+from kafkamc.checker.spark_tasks import (  # noqa: F401
+    FaultInjection,
+    Part,
+    _add_counters,
+    _count_new_until,
+    _count_steps_until,
+    _expand,
+    _first,
+    _frontier_keys,
+    _has_successor,
+    _initial_part,
+    _merge,
+    _owner,
+    _stats_of,
+    _Task,
+)
 from kafkamc.spec.config import Config
 from kafkamc.spec.state import State
-
-PACKAGES = ("spec", "checker", "invariants", "traces", "cli")  # the kafkamc.* sub-packages
-
-
-class SparkUnavailable(Exception):
-    """Spark could not start (no Java, a bad or unreachable master, ...). One-line message."""
-
-
-class SparkJobFailed(RuntimeError):
-    """A job of the search failed after Spark's retries. One-line message; .details has the rest."""
-
-    def __init__(self, message: str, details: str = ""):
-        super().__init__(message)
-        self.details = details
-
 
 # ---------------------------------------------------------------- states as bytes
 
@@ -86,445 +90,6 @@ class SparkJobFailed(RuntimeError):
 def _fingerprint_and_bytes(model: Model, state: State) -> tuple[int, bytes]:
     """The model's fingerprint (the same in every process) and the bytes that carry the state."""
     return model.fingerprint(state), encode(state)
-
-
-# ---------------------------------------------------------------- the package, shipped as a zip
-
-
-def _package_dirs() -> dict[str, Path]:
-    """The source folder of each kafkamc.* sub-package, wherever this copy was imported from."""
-    out = {}
-    for name in PACKAGES:
-        spec = importlib.util.find_spec(f"kafkamc.{name}")
-        if spec is None or not spec.submodule_search_locations:
-            raise RuntimeError(f"cannot locate the package kafkamc.{name}")
-        out[name] = Path(list(spec.submodule_search_locations)[0])
-    return out
-
-
-def build_package_zip(dest: Path) -> Path:
-    """dest/kafkamc.zip holding kafkamc/spec/..., kafkamc/checker/... with directory entries:
-    `kafkamc` is a namespace package (no __init__.py), and zipimport finds one only through
-    its directory entry. Fixed timestamps, so the same sources give the same bytes."""
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    path = dest / "kafkamc.zip"
-    stamp = (1980, 1, 1, 0, 0, 0)
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr(zipfile.ZipInfo("kafkamc/", stamp), b"")
-        for name, folder in _package_dirs().items():
-            for sub in sorted([folder, *(p for p in folder.rglob("*") if p.is_dir())]):
-                if "__pycache__" in sub.parts:
-                    continue
-                rel = sub.relative_to(folder).as_posix()
-                arc = f"kafkamc/{name}/" + ("" if rel == "." else rel + "/")
-                zf.writestr(zipfile.ZipInfo(arc, stamp), b"")
-                for f in sorted(sub.iterdir()):
-                    if f.is_file() and f.suffix != ".pyc":
-                        zf.writestr(zipfile.ZipInfo(arc + f.name, stamp), f.read_bytes())
-    return path
-
-
-def ship_package(sc, directory: Path | None = None) -> Path:
-    """Make `kafkamc` importable on the executors, once per SparkContext.
-
-    Local workers could import it from the driver's environment anyway; the zip is what makes
-    a real cluster work, where executors have only their Python and its packages. The zip must
-    outlive the context (executors fetch it when they first need it): it goes in `directory`,
-    or in a temporary folder removed when the interpreter exits."""
-    shipped = getattr(sc, "_kafkamc_zip", None)
-    if shipped is not None:
-        return shipped
-    if directory is None:
-        directory = Path(tempfile.mkdtemp(prefix="kafkamc-zip-"))
-        atexit.register(shutil.rmtree, directory, True)
-    path = build_package_zip(directory)
-    before = list(sys.path)
-    sc.addPyFile(str(path))
-    # PySpark also puts the zip on the driver's own sys.path. The driver has kafkamc already,
-    # and Spark deletes its copy of the zip when the context stops: left there, it would serve
-    # the driver's later imports of kafkamc modules, and then fail them.
-    sys.path[:] = [p for p in sys.path if p in before]
-    importlib.invalidate_caches()
-    sc._kafkamc_zip = path
-    return path
-
-
-# ---------------------------------------------------------------- starting Spark
-
-_LOG4J2 = """\
-# Every JVM log line goes to a file: nothing from Spark's JVM reaches the terminal.
-rootLogger.level = warn
-rootLogger.appenderRef.file.ref = file
-appender.file.type = File
-appender.file.name = file
-appender.file.fileName = {log}
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = %d{{HH:mm:ss.SSS}} %p %c{{1}}: %m%n
-"""
-
-# What spark-submit accepts: "Master must either be yarn or start with spark, k8s, or local".
-_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?$|local-cluster\[\d+,\d+,\d+\]$|yarn$|(spark|k8s)://.")
-
-
-def _check_master_url(master: str) -> None:
-    """Reject at once what spark-submit would reject after the seconds a JVM takes to start."""
-    if not _MASTER.match(master):
-        raise SparkUnavailable(
-            f"not a Spark master URL: {master!r} "
-            "(use local, local[N], local[N,maxFailures], spark://HOST:PORT, yarn or k8s://...)"
-        )
-
-
-def _check_master_reachable(master: str, timeout: float = 3.0) -> None:
-    """A standalone master that does not answer makes Spark retry for a minute: try a TCP
-    connection first, to each master of an HA list."""
-    if not master.startswith("spark://"):
-        return
-    errors = []
-    for hostport in master[len("spark://") :].split(","):
-        host, _, port = hostport.rpartition(":")
-        try:
-            with socket.create_connection((host, int(port)), timeout=timeout):
-                return
-        except (OSError, ValueError) as e:
-            errors.append(f"{hostport}: {e}")
-    raise SparkUnavailable(f"cannot reach the Spark master {master} ({'; '.join(errors)})")
-
-
-def _require_java() -> None:
-    """spark-submit runs $JAVA_HOME/bin/java when JAVA_HOME is set, else java on the PATH."""
-    home = os.environ.get("JAVA_HOME")
-    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
-        return
-    if not home and shutil.which("java"):
-        return
-    where = f"JAVA_HOME={home} has no bin/java" if home else "no java on the PATH and JAVA_HOME is not set"
-    raise SparkUnavailable(f"Spark needs Java 17 or newer: {where}")
-
-
-def _under_spark_submit() -> bool:
-    """Started by spark-submit: the driver JVM is already there, with its --master and --conf."""
-    return "PYSPARK_GATEWAY_PORT" in os.environ
-
-
-def _settings(master: str | None, conf: Mapping, workdir: Path) -> dict:
-    """Our defaults, then the caller's conf; Java options are joined, not replaced."""
-    log4j = workdir / "log4j2.properties"
-    log4j.write_text(_LOG4J2.format(log=workdir / "spark.log"))
-    settings = {
-        "spark.app.name": "kafkamc",
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.driver.memory": "2g",  # only read when the driver JVM starts
-        "spark.executorEnv.PYTHONHASHSEED": "0",
-    }
-    if master is not None:
-        settings["spark.master"] = master
-    settings.update({k: str(v) for k, v in conf.items()})
-    settings["spark.driver.extraJavaOptions"] = (
-        f"-Dlog4j2.configurationFile=file:{log4j} " + str(conf.get("spark.driver.extraJavaOptions", ""))
-    ).strip()
-    return settings
-
-
-def _start(master: str | None, conf: Mapping, workdir: Path):
-    """A bare SparkContext (it starts seconds faster than a SparkSession); SparkUnavailable
-    with one line when it cannot start."""
-    if master is None and not _under_spark_submit():
-        master = "local[*]"
-    if master is not None:
-        _check_master_url(master)
-        _check_master_reachable(master)
-    if not _under_spark_submit():
-        _require_java()
-    # Before the JVM starts, so that it and the Python workers it forks inherit them.
-    os.environ.setdefault("PYTHONHASHSEED", "0")
-    if master is not None and master.startswith("local"):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        # PySpark starts workers with $PYSPARK_PYTHON, else python3 from the PATH; locally they
-        # must run this interpreter, which has z3 and our other dependencies.
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark import SparkConf, SparkContext
-    from pyspark.java_gateway import launch_gateway
-
-    spark_conf = SparkConf(loadDefaults=False).setAll(list(_settings(master, conf, workdir).items()))
-    console = workdir / "jvm-console.log"
-    try:
-        gateway = None
-        if SparkContext._gateway is None and not _under_spark_submit():
-            # The JVM's own output (spark-submit's errors, a JVM that cannot start) goes to a
-            # file too: log4j2 only covers what Spark logs once it runs.
-            with open(console, "ab") as out:
-                gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": out, "stderr": out})
-        return SparkContext(conf=spark_conf, gateway=gateway)
-    except Exception as e:  # noqa: BLE001 - whatever stops Spark from starting becomes one line
-        raise SparkUnavailable(f"Spark could not start with master {master!r}: {_one_line(e, console)}") from None
-
-
-def _one_line(e: BaseException, console: Path | None = None) -> str:
-    """What went wrong, in one line, without a Java stack trace."""
-    java = getattr(e, "java_exception", None)
-    line = _java_messages(java) if java is not None else ""
-    if not line:
-        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-        line = lines[0] if lines else type(e).__name__
-    if console is not None and console.exists() and "JAVA_GATEWAY_EXITED" in line:
-        said = _jvm_complaint(console.read_text(errors="replace"))
-        if said:
-            line = f"the JVM exited: {said}"
-    return line
-
-
-def _java_messages(java) -> str:
-    """A Java exception's message, with its root cause's when that says something else."""
-    messages: list = []
-    try:
-        while java is not None and len(messages) < 20:
-            messages.append(str(java.getMessage() or java.getClass().getName()).strip().splitlines()[0])
-            java = java.getCause()
-    except Exception:  # noqa: BLE001 - the gateway itself may be gone
-        pass
-    if not messages:
-        return ""
-    return messages[0] if messages[-1] in messages[0] else f"{messages[0]} ({messages[-1]})"
-
-
-def _jvm_complaint(text: str) -> str:
-    """The first line that says why a JVM (spark-submit) exited, without the exception class."""
-    for ln in text.splitlines():
-        ln = ln.strip()
-        if not ln or ln.startswith(("at ", "WARNING:", "...")):
-            continue
-        ln = re.sub(r'^Exception in thread "[^"]*" ', "", ln)
-        return re.sub(r"^[\w.$]+(Exception|Error): ", "", ln)
-    return ""
-
-
-@contextmanager
-def spark_context(master: str | None = "local[*]", conf: Mapping | None = None) -> Iterator:
-    """A SparkContext set up for kafkamc, stopped and cleaned up on exit. Raises SparkUnavailable.
-
-    master=None: spark-submit's --master when run under spark-submit, else local[*]. Only the
-    first context of a Python process starts the driver JVM, so JVM settings (driver memory,
-    Java options) given to later contexts of the same process do not apply.
-    """
-    workdir = Path(tempfile.mkdtemp(prefix="kafkamc-spark-"))
-    try:
-        sc = _start(master, conf or {}, workdir)
-        try:
-            ship_package(sc, workdir)
-            yield sc
-        finally:
-            sc.stop()
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
-# ---------------------------------------------------------------- what runs on the executors
-
-
-class Part(NamedTuple):
-    """What one partition owns after a level: its share of the visited set as sorted 64-bit
-    fingerprints, its states of the newest depth (sorted by key) and the level's counters."""
-
-    visited: array  # array('Q'), sorted
-    frontier: list  # [(key, state bytes), ...], sorted by key
-    stats: dict
-
-
-@dataclass(frozen=True)
-class FaultInjection:
-    """For tests: the first `attempts` attempts of the task of `partition` at `level` in `stage`
-    ("expand": after emitting all its output; "merge": before yielding its Part) raise; the
-    file `flag` counts them, so that a retry in another Python worker knows."""
-
-    level: int
-    partition: int
-    flag: str
-    stage: str = "expand"
-    attempts: int = 1
-
-    def maybe_fail(self, level: int, partition: int, stage: str) -> None:
-        if (self.level, self.partition, self.stage) != (level, partition, stage):
-            return
-        flag = Path(self.flag)
-        failed = int(flag.read_text()) if flag.exists() else 0
-        if failed < self.attempts:
-            flag.write_text(str(failed + 1))
-            raise RuntimeError(f"injected fault: level {level}, partition {partition}, {stage}")
-
-
-@dataclass(frozen=True)
-class _Task:
-    """What the executors need for one level: small, pickled with each task."""
-
-    cfg: Config
-    invariants: tuple | None
-    level: int = 0
-    unreached: tuple = ()  # reachability properties not seen before this level
-    faults: tuple = ()  # FaultInjection, for tests
-
-
-def _maybe_fail(task: _Task, partition: int, stage: str) -> None:
-    for fault in task.faults:
-        fault.maybe_fail(task.level, partition, stage)
-
-
-_TOOLS: dict = {}
-
-
-def _tools(task: _Task):
-    """Model and InvariantSuite of the task's configuration, built once per Python worker
-    (Spark reuses workers across tasks and levels)."""
-    key = (task.cfg, task.invariants)
-    if key not in _TOOLS:
-        from kafkamc.invariants.suite import InvariantSuite  # z3: only where states are checked
-
-        _TOOLS.clear()
-        names = list(task.invariants) if task.invariants is not None else None
-        _TOOLS[key] = (Model(task.cfg), InvariantSuite(task.cfg, names))
-    return _TOOLS[key]
-
-
-def _owner(fp: int) -> int:
-    """The partitioner: fingerprint fp belongs to partition fp % P (PySpark applies the % P).
-    One function object for the whole run: Spark tells partitioners apart by its identity."""
-    return fp
-
-
-def _expand(task: _Task, split: int, parts: Iterator[Part]) -> Iterator[tuple]:
-    """Successors of this partition's frontier as (child fp, (key, bytes, violated state
-    invariant)), then one (split, (None, counters)) record, which the shuffle routes back to
-    partition `split`: counters that travel with the data are exact even when tasks re-run,
-    unlike accumulators updated in transformations."""
-    model, suite = _tools(task)
-    check_state, check_step = suite.check_state, suite.check_step
-    reach = [(name, fn) for name, fn in suite.reach_functions() if name in task.unreached]
-    generated, coverage = 0, Counter[str]()
-    action_bad = None  # (key, invariant) of the first step that breaks an action property
-    witnesses: dict = {}  # reachability property -> key of the first step showing it
-    for part in parts:
-        for path, data in part.frontier:
-            state = decode(data)
-            for index, (action, nxt, fp) in enumerate(model.expand(state)):
-                key = path + _index_bytes(index)
-                generated += 1
-                coverage[type(action).__name__] += 1
-                bad = check_step(state, nxt)
-                if bad and (action_bad is None or key < action_bad[0]):
-                    action_bad = (key, bad)
-                for name, fn in reach:
-                    if fn(state, nxt) and (name not in witnesses or key < witnesses[name]):
-                        witnesses[name] = key
-                yield fp, (key, encode(nxt), check_state(nxt))
-    _maybe_fail(task, split, "expand")
-    yield split, (None, {"generated": generated, "coverage": coverage, "action_bad": action_bad, "reach": witnesses})
-
-
-def _merge(task: _Task, split: int, items: Iterator) -> Iterator[Part]:
-    """Partition `split` of parts.union(successors): the previous Part, then the successor
-    records and expand counters this partition owns; yields the next level's Part."""
-    old = None
-    best: dict = {}  # fp -> (key, bytes, bad) of its first arrival (smallest key)
-    counters = []
-    for item in items:
-        if isinstance(item, Part):
-            old = item
-            continue
-        fp, value = item
-        if value[0] is None:
-            counters.append(value[1])
-        elif fp not in best or value[0] < best[fp][0]:
-            best[fp] = value
-    if old is None:
-        raise RuntimeError(f"partition {split} has no visited set: the union is not co-partitioned")
-    fresh = sorted((v[0], fp, v[1], v[2]) for fp, v in best.items() if not _contains(old.visited, fp))
-    stats = _add_counters(counters)
-    stats.update(
-        new=len(fresh),
-        min_key=fresh[0][0] if fresh else None,
-        state_bad=next(((key, bad) for key, _, _, bad in fresh if bad), None),
-    )
-    _maybe_fail(task, split, "merge")
-    yield Part(
-        _merged(old.visited, sorted(fp for _, fp, _, _ in fresh)), [(key, data) for key, _, data, _ in fresh], stats
-    )
-
-
-def _contains(sorted_fps: array, fp: int) -> bool:
-    i = bisect.bisect_left(sorted_fps, fp)
-    return i < len(sorted_fps) and sorted_fps[i] == fp
-
-
-def _merged(sorted_fps: array, new_sorted: list) -> array:
-    if not new_sorted:
-        return sorted_fps
-    # Two sorted runs one after the other: timsort merges them in linear time.
-    return array("Q", sorted(chain(sorted_fps, new_sorted)))
-
-
-def _add_counters(counters) -> dict:
-    out: dict = {"generated": 0, "coverage": Counter(), "action_bad": None, "reach": {}}
-    for c in counters:
-        out["generated"] += c["generated"]
-        out["coverage"].update(c["coverage"])
-        out["action_bad"] = _first(out["action_bad"], c["action_bad"])
-        for name, key in c["reach"].items():
-            if name not in out["reach"] or key < out["reach"][name]:
-                out["reach"][name] = key
-    return out
-
-
-def _first(a: tuple | None, b: tuple | None) -> tuple | None:
-    """Of two (key, ...) pairs, the one with the smaller key; None is absent."""
-    if a is None or (b is not None and b[0] < a[0]):
-        return b
-    return a
-
-
-def _initial_part(items: Iterator) -> Iterator[Part]:
-    """Level 0: the initial states this partition owns, from (fp, (key, fp, bytes)) records."""
-    entries = sorted(v for _, v in items)
-    yield Part(array("Q", sorted(fp for _, fp, _ in entries)), [(key, data) for key, _, data in entries], {})
-
-
-def _stats_of(part: Part) -> dict:
-    return part.stats
-
-
-def _frontier_keys(part: Part) -> list:
-    return [key for key, _ in part.frontier]
-
-
-def _count_new_until(cut: bytes, inclusive: bool, part: Part) -> int:
-    """States of this level that the local explorer had added when it stopped at `cut`."""
-    return sum(1 for key, _ in part.frontier if key < cut or (inclusive and key == cut))
-
-
-def _count_steps_until(task: _Task, cut: bytes, parts: Iterator[Part]) -> Iterator[tuple]:
-    """(steps, coverage) of this partition's parents up to and including the step `cut`. The
-    keys of one level have one length, so bytes order is (parent, index) order."""
-    model, _ = _tools(task)
-    parent, last = cut[:-2], int.from_bytes(cut[-2:], "big")
-    steps, coverage = 0, Counter[str]()
-    for part in parts:
-        for path, data in part.frontier:
-            if path > parent:
-                break
-            for index, (action, _) in enumerate(model.successors(decode(data))):
-                if path == parent and index > last:
-                    break
-                steps += 1
-                coverage[type(action).__name__] += 1
-    yield steps, coverage
-
-
-def _has_successor(task: _Task, parts: Iterator[Part]) -> Iterator[bool]:
-    model, _ = _tools(task)
-    yield any(
-        next(iter(model.successors(decode(data))), None) is not None for part in parts for _, data in part.frontier
-    )
 
 
 # ---------------------------------------------------------------- the driver
@@ -862,22 +427,6 @@ def _read_like(parts, successors):
     ):
         successors._jrdd_deserializer = ours
     return successors
-
-
-def _remove_dir(sc, path: str) -> None:
-    """Delete a folder through Hadoop's FileSystem, so that HDFS or S3 checkpoints go too."""
-    try:
-        jpath = sc._jvm.org.apache.hadoop.fs.Path(path)
-        jpath.getFileSystem(sc._jsc.hadoopConfiguration()).delete(jpath, True)
-    except Exception:  # noqa: BLE001 - best effort: a leftover folder must not hide the result
-        pass
-
-
-def _python_error(e: BaseException) -> str:
-    """The Python exception line inside a failed job's Java error, else its first line."""
-    found = re.findall(r"^(\w+(?:\.\w+)*(?:Error|Exception|Interrupt)\b.*)$", str(e), re.M)
-    python = [ln.strip() for ln in found if not ln.startswith(("org.", "java.", "py4j.", "scala."))]
-    return python[-1] if python else _one_line(e)
 
 
 # ---------------------------------------------------------------- the entry point

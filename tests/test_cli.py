@@ -1,4 +1,5 @@
 """The command line through the installed `kafkamc` entry point: exit codes, JSON, errors."""
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,7 @@ def test_small_check_holds_with_json(tmp_path):
     assert out["states_generated"] > out["distinct_states"]
     assert out["violation"] is None
     assert out["config"]["rf"] == 2 and out["bounds"]["max_records"] == 2
-    assert set(out) >= {"verdict", "distinct_states", "states_generated", "depth", "elapsed_s", "config",
-                        "violation"}
+    assert set(out) >= {"verdict", "distinct_states", "states_generated", "depth", "elapsed_s", "config", "violation"}
 
 
 def test_violation_saves_a_trace_that_replays(tmp_path):
@@ -53,10 +53,15 @@ def test_rendered_counterexample(tmp_path):
     p = kafkamc("check", "--acks", "1", "--quiet", "--trace-out", str(tmp_path / "a.json"))
     assert p.returncode == 1
     text = p.stdout
-    for expected in ("step 0: Init", "step 1: Produce(leader=1, record=1)", "step 2: BrokerCrash(broker=1, keep=0)",
-                     "step 3: MetadataUpdate(broker=2)", "VIOLATED AckedWriteDurability",
-                     "fails: acknowledged record 1 is in leader 2's log",
-                     "violated: AckedWriteDurability after 3 steps (shortest: yes)"):
+    for expected in (
+        "step 0: Init",
+        "step 1: Produce(leader=1, record=1)",
+        "step 2: BrokerCrash(broker=1, keep=0)",
+        "step 3: MetadataUpdate(broker=2)",
+        "VIOLATED AckedWriteDurability",
+        "fails: acknowledged record 1 is in leader 2's log",
+        "violated: AckedWriteDurability after 3 steps (shortest: yes)",
+    ):
         assert expected in text, expected
     shown = kafkamc("trace", "show", str(tmp_path / "a.json"), "--step", "3")
     assert shown.returncode == 0 and "step 3: MetadataUpdate" in shown.stdout and "step 2" not in shown.stdout
@@ -73,23 +78,49 @@ def test_limits_exit_3(tmp_path):
 def test_human_summary_names_bounds_and_coverage(tmp_path):
     p = kafkamc("check", "--rf", "2", "--minisr", "2", "--quiet", cwd=tmp_path)
     assert p.returncode == 0
-    assert "bounds: max_records=2, max_crashes=0, max_unclean_crashes=1, max_fences=0, max_isr_shrinks=2" in p.stdout
+    assert "bounds: max_crashes=0, max_unclean_crashes=1, max_records=2, max_isr_shrinks=2, max_fences=0" in p.stdout
     assert "protocol: 4.1.0 (rules as of Kafka 4.1.0)" in p.stdout
     assert "warning: action ControllerFenceBroker never fired" in p.stdout
-    assert "OffsetsForLeaderEpoch never fired" not in p.stdout     # not used by the newest truncation rule
+    assert "OffsetsForLeaderEpoch never fired" not in p.stdout  # not used by the newest truncation rule
     assert "reached: HighWatermarkAdvances (3 steps), ElrElection (3 steps)" in p.stdout
     assert "holds: every invariant" in p.stdout
 
 
 def test_protocol_flags_and_presets(tmp_path):
-    p = kafkamc("check", "--rf", "3", "--minisr", "2", "--max-records", "1", "--no-elr", "--json", "--quiet",
-                "--trace-out", str(tmp_path / "t.json"))
+    p = kafkamc(
+        "check",
+        "--rf",
+        "3",
+        "--minisr",
+        "2",
+        "--max-records",
+        "1",
+        "--no-elr",
+        "--json",
+        "--quiet",
+        "--trace-out",
+        str(tmp_path / "t.json"),
+    )
     assert p.returncode == 1, p.stderr
     out = json.loads(p.stdout)
-    assert out["protocol"]["era"] == "3.7.0" and out["protocol"]["rules"]["elr"] == "off"   # newest minus ELR
+    assert out["protocol"]["era"] == "3.7.0" and out["protocol"]["rules"]["elr"] == "off"  # newest minus ELR
     assert out["violation"]["invariant"] == "HighWatermarkMonotonic" and out["violation"]["length"] == 10
-    p = kafkamc("check", "--rf", "2", "--minisr", "2", "--max-records", "1", "--protocol", "0.8.2",
-                "--rule", "isr_lag=time", "--quiet", "--json", cwd=tmp_path)
+    p = kafkamc(
+        "check",
+        "--rf",
+        "2",
+        "--minisr",
+        "2",
+        "--max-records",
+        "1",
+        "--protocol",
+        "0.8.2",
+        "--rule",
+        "isr_lag=time",
+        "--quiet",
+        "--json",
+        cwd=tmp_path,
+    )
     assert json.loads(p.stdout)["protocol"]["rules"]["truncation"] == "hw"
     p = kafkamc("protocols")
     assert p.returncode == 0
@@ -101,14 +132,38 @@ def test_protocol_flags_and_presets(tmp_path):
 
 def test_reach_saves_a_witness(tmp_path):
     w = tmp_path / "w.json"
-    p = kafkamc("check", "--rf", "2", "--minisr", "2", "--max-records", "1", "--reach", "ElrElection",
-                "--quiet", "--trace-out", str(w))
+    p = kafkamc(
+        "check",
+        "--rf",
+        "2",
+        "--minisr",
+        "2",
+        "--max-records",
+        "1",
+        "--reach",
+        "ElrElection",
+        "--quiet",
+        "--trace-out",
+        str(w),
+    )
     assert p.returncode == 0, p.stderr
     assert "reached: ElrElection; shortest witness saved to" in p.stdout
     r = kafkamc("trace", "replay", str(w))
     assert r.returncode == 0 and "replayed 3 steps" in r.stdout
-    p = kafkamc("check", "--rf", "2", "--minisr", "2", "--max-records", "1", "--reach", "HealthyFollowerShrunk",
-                "--quiet", "--trace-out", str(w))
+    p = kafkamc(
+        "check",
+        "--rf",
+        "2",
+        "--minisr",
+        "2",
+        "--max-records",
+        "1",
+        "--reach",
+        "HealthyFollowerShrunk",
+        "--quiet",
+        "--trace-out",
+        str(w),
+    )
     assert p.returncode == 1 and "unreachable: HealthyFollowerShrunk" in p.stdout
 
 
@@ -116,16 +171,21 @@ def test_durability_table_small(tmp_path):
     p = kafkamc("durability", "--max-rf", "2", "--json")
     assert p.returncode == 0, p.stderr
     cells = {(c["rf"], c["minisr"]): (c["writes"], c["durable"]) for c in json.loads(p.stdout)}
-    assert cells == {(1, 1): (0, 0), (1, 2): (0, 0), (1, 3): (0, 0),
-                     (2, 1): (1, 0), (2, 2): (0, 1), (2, 3): (0, 1)}
+    assert cells == {(1, 1): (0, 0), (1, 2): (0, 0), (1, 3): (0, 0), (2, 1): (1, 0), (2, 2): (0, 1), (2, 3): (0, 1)}
 
 
 def test_invariants_listed():
     p = kafkamc("invariants")
     assert p.returncode == 0
     names = [line.split()[0] for line in p.stdout.splitlines()]
-    assert names == ["NoCommittedDataLoss", "LeaderCompleteness", "AckedWriteDurability",
-                     "HighWatermarkMonotonic", "NoSplitBrain", "WellFormed"]
+    assert names == [
+        "NoCommittedDataLoss",
+        "LeaderCompleteness",
+        "AckedWriteDurability",
+        "HighWatermarkMonotonic",
+        "NoSplitBrain",
+        "WellFormed",
+    ]
 
 
 BAD = [
@@ -166,16 +226,26 @@ def _saved_trace(tmp_path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("mangle,message", [
-    (lambda d: "not json at all {", "is not JSON"),
-    (lambda d: json.dumps({**d, "schema": "kafkamc.trace/0"}), "has schema 'kafkamc.trace/0'"),
-    (lambda d: json.dumps({k: v for k, v in d.items() if k != "schema"}), "no schema field"),
-    (lambda d: json.dumps({**d, "steps": d["steps"][:1] + [{"action": {"type": "Produce", "leader": 2, "record": 1},
-                                                               "state": d["steps"][1]["state"]}]}),
-     "does not lead to the recorded state"),
-    (lambda d: json.dumps({**d, "config": {**d["config"], "colour": "blue"}}), "unknown configuration key"),
-    (lambda d: json.dumps({**d, "steps": [{"state": 1}]}), "malformed"),
-])
+@pytest.mark.parametrize(
+    "mangle,message",
+    [
+        (lambda d: "not json at all {", "is not JSON"),
+        (lambda d: json.dumps({**d, "schema": "kafkamc.trace/0"}), "has schema 'kafkamc.trace/0'"),
+        (lambda d: json.dumps({k: v for k, v in d.items() if k != "schema"}), "no schema field"),
+        (
+            lambda d: json.dumps(
+                {
+                    **d,
+                    "steps": d["steps"][:1]
+                    + [{"action": {"type": "Produce", "leader": 2, "record": 1}, "state": d["steps"][1]["state"]}],
+                }
+            ),
+            "does not lead to the recorded state",
+        ),
+        (lambda d: json.dumps({**d, "config": {**d["config"], "colour": "blue"}}), "unknown configuration key"),
+        (lambda d: json.dumps({**d, "steps": [{"state": 1}]}), "malformed"),
+    ],
+)
 @pytest.mark.parametrize("command", ["show", "replay"])
 def test_bad_trace_files_exit_2(tmp_path, mangle, message, command):
     data = json.loads(_saved_trace(tmp_path).read_text())

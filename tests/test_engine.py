@@ -1,11 +1,12 @@
 """The explorer on toy models with exactly known state spaces, apart from Kafka."""
+
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from itertools import product
 
 import pytest
-
 from kafkamc.checker.explorer import Limits, explore
 
 
@@ -46,11 +47,30 @@ class SumBelow:
 
 
 class NeverTwoAtOnce:
+    """Holds on every step of a Grid; records each (state, next) it is asked about."""
+
+    def __init__(self):
+        self.checked = set()
+
     def check_state(self, s):
         return None
 
     def check_step(self, p, s):
+        self.checked.add((p, s))
         return None if (s[0] - p[0]) + (s[1] - p[1]) == 1 else "OneStep"
+
+
+class NotThatStep:
+    """A step property that fails on one transition only, (2, 1) -> (2, 2), a step into a state
+    the search also reaches another way: only a search that checks that very step reports it."""
+
+    BAD = ((2, 1), (2, 2))
+
+    def check_state(self, s):
+        return None
+
+    def check_step(self, p, s):
+        return "NotThatStep" if (p, s) == self.BAD else None
 
 
 @pytest.mark.parametrize("strategy", ["bfs", "dfs"])
@@ -80,9 +100,34 @@ def test_dfs_finds_a_violation_too():
     assert r.verdict == "violated" and sum(r.violation.trace[-1][1]) >= 7
 
 
-def test_action_property_checked_on_every_transition():
-    r = explore(Grid(4), NeverTwoAtOnce(), "bfs")
+@pytest.mark.parametrize("strategy", ["bfs", "dfs"])
+def test_action_property_checked_on_every_transition(strategy):
+    """Every transition, into a new state or one seen before, is put to check_step."""
+    checks = NeverTwoAtOnce()
+    r = explore(Grid(4), checks, strategy)
     assert r.verdict == "holds"
+    every = {(s, t) for s in product(range(4), repeat=2) for _, t in Grid(4).successors(s)}
+    assert len(every) == r.states_generated - 1 == 24
+    assert checks.checked == every
+
+
+@pytest.mark.parametrize("strategy", ["bfs", "dfs"])
+def test_failing_step_is_reported_at_that_transition(strategy):
+    r = explore(Grid(4), NotThatStep(), strategy)
+    assert r.verdict == "violated"
+    v = r.violation
+    assert (v.invariant, v.kind) == ("NotThatStep", "action")
+    assert v.trace[0][0] is None and v.trace[0][1] == (0, 0)
+    assert (v.trace[-2][1], v.trace[-1][1]) == NotThatStep.BAD and v.trace[-1][0] == Inc("y")
+    if strategy == "bfs":
+        # The shortest way to (2, 1) in successor order (x before y), then the flagged step.
+        assert v.trace == [
+            (None, (0, 0)),
+            (Inc("x"), (1, 0)),
+            (Inc("x"), (2, 0)),
+            (Inc("y"), (2, 1)),
+            (Inc("y"), (2, 2)),
+        ]
 
 
 def test_limits_give_incomplete_with_what_was_found():
@@ -90,7 +135,7 @@ def test_limits_give_incomplete_with_what_was_found():
     assert r.verdict == "incomplete" and r.stop_reason == "max states 100"
     assert 100 <= r.distinct_states < 2500
     r = explore(Grid(50), None, "bfs", Limits(max_depth=3))
-    assert r.verdict == "incomplete" and r.distinct_states == 10   # 1 + 2 + 3 + 4 states within depth 3
+    assert r.verdict == "incomplete" and r.distinct_states == 10  # 1 + 2 + 3 + 4 states within depth 3
     r = explore(Grid(400), None, "bfs", Limits(time_limit=0.05))
     assert r.verdict == "incomplete" and r.stop_reason.startswith("time limit")
 

@@ -1,4 +1,5 @@
 """`kafkamc gate`: expectations met or not, JUnit XML, saved counterexamples, bad gate files."""
+
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
@@ -26,7 +27,9 @@ violates = "AckedWriteDurability"
 
 # The same file with one expectation that is wrong on purpose: minisr 1 with unclean
 # election is not safe, so "holds" must fail and leave its counterexample behind.
-WRONG = SMALL + """
+WRONG = (
+    SMALL
+    + """
 [[check]]
 name = "wrongly-trusted-minisr1-unclean"
 rf = 2
@@ -34,6 +37,7 @@ minisr = 1
 unclean = true
 expect = "holds"
 """
+)
 
 
 def test_gate_passes_and_writes_junit(tmp_path, kafkamc_cli):
@@ -59,8 +63,9 @@ def test_wrong_expectation_fails_with_junit_and_saved_counterexample(tmp_path, k
     failed = [c for c in suite.iter("testcase") if c.find("failure") is not None]
     assert [c.get("name") for c in failed] == ["wrongly-trusted-minisr1-unclean"]
     failure = failed[0].find("failure")
-    assert failure.get("message") == ("wrongly-trusted-minisr1-unclean: expected holds, "
-                                      "got violates NoCommittedDataLoss (5 steps)")
+    assert failure.get("message") == (
+        "wrongly-trusted-minisr1-unclean: expected holds, got violates NoCommittedDataLoss (5 steps)"
+    )
     assert "configuration: rf=2 minisr=1 unclean=on max_records=1" in failure.text
     trace = tmp_path / "report" / "wrongly-trusted-minisr1-unclean.trace.json"
     assert trace.exists() and f"saved: {trace}" in failure.text
@@ -77,17 +82,20 @@ def test_shipped_gate_passes(kafkamc_cli, tmp_path):
     assert "10/10 expectations met" in p.stdout
 
 
-@pytest.mark.parametrize("content,message", [
-    (None, "no such gate file"),
-    ("[[check]\nrf = 3", "is not valid TOML"),
-    ('[[check]]\nrf = 3\nviolates = "NoSuchInvariant"', "unknown invariant 'NoSuchInvariant'"),
-    ('[[check]]\nrf = 3\ncolour = "blue"\nexpect = "holds"', "unknown key(s) colour"),
-    ('[[check]]\nrf = 3\nexpect = "maybe"', 'expect must be "holds"'),
-    ('[[check]]\nrf = 3', "give exactly one of expect"),
-    ('[[check]]\nrf = 0\nexpect = "holds"', "--rf must be at least 1"),
-    ('[[check]]\nprotocol = "9.9"\nexpect = "holds"', "unknown protocol preset '9.9'"),
-    ('[checks]\nrf = 3', "unknown top-level key(s) checks"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (None, "no such gate file"),
+        ("[[check]\nrf = 3", "is not valid TOML"),
+        ('[[check]]\nrf = 3\nviolates = "NoSuchInvariant"', "unknown invariant 'NoSuchInvariant'"),
+        ('[[check]]\nrf = 3\ncolour = "blue"\nexpect = "holds"', "unknown key(s) colour"),
+        ('[[check]]\nrf = 3\nexpect = "maybe"', 'expect must be "holds"'),
+        ("[[check]]\nrf = 3", "give exactly one of expect"),
+        ('[[check]]\nrf = 0\nexpect = "holds"', "--rf must be at least 1"),
+        ('[[check]]\nprotocol = "9.9"\nexpect = "holds"', "unknown protocol preset '9.9'"),
+        ("[checks]\nrf = 3", "unknown top-level key(s) checks"),
+    ],
+)
 def test_bad_gate_files_exit_2(tmp_path, kafkamc_cli, content, message):
     gate = tmp_path / "g.toml"
     if content is not None:

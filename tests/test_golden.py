@@ -3,6 +3,7 @@
 If a deliberate change to the rendering moves this output, rerun with
 KAFKAMC_UPDATE_GOLDEN=1 to rewrite the file, and review the diff.
 """
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """`kafkamc trace html`: a self-contained page, stepped through in a real headless browser."""
+
 from __future__ import annotations
 
 import json
@@ -10,13 +11,20 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from kafkamc.traces.trace import action_from_json, format_action
 
 EXE = shutil.which("kafkamc", path=os.path.dirname(sys.executable)) or shutil.which("kafkamc")
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def kafkamc(*args, cwd=None):
@@ -35,8 +43,20 @@ def counterexample(tmp_path_factory):
     """A real 10-step HighWatermarkMonotonic counterexample ending in a RECOVERING election, as a page."""
     d = tmp_path_factory.mktemp("html")
     trace, page = d / "t.json", d / "t.html"
-    p = kafkamc("check", "--rf", "3", "--minisr", "2", "--max-records", "1", "--max-unclean-crashes", "2",
-                "--quiet", "--trace-out", str(trace))
+    p = kafkamc(
+        "check",
+        "--rf",
+        "3",
+        "--minisr",
+        "2",
+        "--max-records",
+        "1",
+        "--max-unclean-crashes",
+        "2",
+        "--quiet",
+        "--trace-out",
+        str(trace),
+    )
     assert p.returncode == 1, p.stderr
     h = kafkamc("trace", "html", str(trace), "-o", str(page))
     assert h.returncode == 0, h.stderr
@@ -81,8 +101,11 @@ def test_browser_steps_through_the_trace(counterexample, tmp_path):
     if not Path(CHROMIUM).exists():
         if os.environ.get("KAFKAMC_SKIP_BROWSER") == "1":
             pytest.skip(f"{CHROMIUM} is missing and KAFKAMC_SKIP_BROWSER=1")
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium) "
-                    "or set KAFKAMC_SKIP_BROWSER=1 to skip this test", pytrace=False)
+        pytest.fail(
+            f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium) "
+            "or set KAFKAMC_SKIP_BROWSER=1 to skip this test",
+            pytrace=False,
+        )
     from playwright.sync_api import expect, sync_playwright
 
     trace, page_file = counterexample
@@ -100,7 +123,11 @@ def test_browser_steps_through_the_trace(counterexample, tmp_path):
             errors = []
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(page_file.as_uri())
-            counter, action, violation = page.locator("#step-counter"), page.locator("#action"), page.locator("#violation")
+            counter, action, violation = (
+                page.locator("#step-counter"),
+                page.locator("#action"),
+                page.locator("#violation"),
+            )
             expect(counter).to_have_text(f"step 0 / {last}")
             expect(action).to_have_text("Init")
             expect(page.locator(".lane[data-broker]")).to_have_count(3)
@@ -112,12 +139,12 @@ def test_browser_steps_through_the_trace(counterexample, tmp_path):
                 expect(counter).to_have_text(f"step {i} / {last}")
                 expect(action).to_have_text(actions[i])
                 a = recorded[i]
-                if type(a).__name__ == "Fetch":     # the request and the answer, as arrows between the lanes
+                if type(a).__name__ == "Fetch":  # the request and the answer, as arrows between the lanes
                     expect(page.locator(f'.msg[data-from="b{a.follower}"][data-to="b{a.leader}"]')).to_have_count(1)
                     expect(page.locator(f'.msg[data-from="b{a.leader}"][data-to="b{a.follower}"]')).to_have_count(1)
                 if i < last:
                     expect(violation).to_be_hidden()
-            page.keyboard.press("ArrowRight")       # already at the end: stays there
+            page.keyboard.press("ArrowRight")  # already at the end: stays there
             expect(counter).to_have_text(f"step {last} / {last}")
             expect(violation).to_be_visible()
             expect(violation.get_by_test_id("invariant")).to_have_text("HighWatermarkMonotonic")

@@ -1,4 +1,5 @@
 """One import namespace: the folders are kafkamc.spec, kafkamc.checker, ...; never top-level modules."""
+
 from __future__ import annotations
 
 import subprocess

@@ -2,16 +2,18 @@
 
 If a change to the spec moves one of these numbers, the change must say why.
 """
+
 from __future__ import annotations
 
 import pytest
-
+from helpers import bfs_until
 from kafkamc.checker.explorer import explore
+from kafkamc.checker.fast import FastModel
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
-from kafkamc.spec.model import Model
+from kafkamc.traces.trace import format_action
 
-DEFAULT_STATES, DEFAULT_DEPTH = 262297, 27   # `kafkamc check --rf 3 --minisr 2`
+DEFAULT_STATES, DEFAULT_DEPTH = 262297, 27  # `kafkamc check --rf 3 --minisr 2`
 
 # (configuration, distinct states, BFS depth) for configurations where every invariant holds.
 # Default bounds: two records, one hard crash (page cache lost), two ISR shrinks; protocol: newest.
@@ -21,9 +23,13 @@ HOLDS = [
     (dict(rf=2, minisr=2), 5821, 21),
     (dict(rf=2, minisr=2, max_records=1, max_crashes=2, max_unclean_crashes=0, max_isr_shrinks=1), 3661, 20),
     pytest.param(dict(rf=3, minisr=2, max_records=1), 44260, 23, marks=pytest.mark.slow),
-    pytest.param(dict(rf=2, minisr=2, max_records=1, max_crashes=1, max_unclean_crashes=0, max_fences=1), 22762, 25,
-                 marks=pytest.mark.slow),
-    pytest.param(dict(rf=3, minisr=2), DEFAULT_STATES, DEFAULT_DEPTH, marks=pytest.mark.slow),   # the default check
+    pytest.param(
+        dict(rf=2, minisr=2, max_records=1, max_crashes=1, max_unclean_crashes=0, max_fences=1),
+        22762,
+        25,
+        marks=pytest.mark.slow,
+    ),
+    pytest.param(dict(rf=3, minisr=2), DEFAULT_STATES, DEFAULT_DEPTH, marks=pytest.mark.slow),  # the default check
 ]
 
 # (configuration, invariant, length of the shortest counterexample)
@@ -36,10 +42,65 @@ VIOLATED = [
     (dict(rf=2, minisr=2, max_unclean_crashes=2), "HighWatermarkMonotonic", 7),
 ]
 
+# The shortest counterexamples themselves (BFS picks the first in successor order), step by
+# step as a trace prints them, for the configurations of VIOLATED in its order.
+PATHS = [
+    (
+        VIOLATED[0][0],
+        "NoCommittedDataLoss",
+        "state",
+        [
+            # min ISR 1: the leader shrinks the ISR to itself, which commits record 1, then crashes
+            # with it unflushed; the unclean election puts broker 2, which never had it, in the ISR.
+            "Produce(leader=1, record=1)",
+            "ReplicaStall(follower=2)",
+            "AlterPartition(leader=1, isr=(1,))",
+            "HandleAlterPartitionResponse(leader=1)",
+            "BrokerCrash(broker=1, keep=0)",
+        ],
+    ),
+    (
+        VIOLATED[1][0],
+        "AckedWriteDurability",
+        "state",
+        [
+            # acks=1: acknowledged once in the leader's own log, lost with it.
+            "Produce(leader=1, record=1)",
+            "BrokerCrash(broker=1, keep=0)",
+            "MetadataUpdate(broker=2)",
+        ],
+    ),
+    (
+        VIOLATED[2][0],
+        "HighWatermarkMonotonic",
+        "action",
+        [
+            # One copy: the HW consumers read goes back when the leader restarts without the record.
+            "Produce(leader=1, record=1)",
+            "BrokerCrash(broker=1, keep=0)",
+            "BrokerRestart(broker=1)",
+        ],
+    ),
+    (
+        VIOLATED[3][0],
+        "HighWatermarkMonotonic",
+        "action",
+        [
+            "Produce(leader=1, record=1)",
+            "Fetch(follower=2, leader=1)",
+            "Fetch(follower=2, leader=1)",
+            "BrokerCrash(broker=1, keep=0)",
+            "BrokerRestart(broker=1)",
+            "BrokerCrash(broker=2, keep=0)",
+            "BrokerRestart(broker=2)",
+        ],
+    ),
+]
+
 
 def _run(kw, strategy):
     cfg = Config(**kw)
-    return explore(Model(cfg), InvariantSuite(cfg), strategy)
+    return explore(FastModel(cfg), InvariantSuite(cfg), strategy)
 
 
 @pytest.mark.parametrize("kw,states,depth", HOLDS)
@@ -60,52 +121,62 @@ def test_violations_with_shortest_trace_length(kw, invariant, length):
     assert d.verdict == "violated" and d.violation.length >= length
 
 
+def test_paths_pin_the_configurations_they_name():
+    assert [(kw, inv) for kw, inv, _ in VIOLATED] == [(kw, inv) for kw, inv, _kind, _ in PATHS]
+    assert [length for _, _, length in VIOLATED] == [len(path) for *_, path in PATHS]
+
+
+@pytest.mark.parametrize("kw,invariant,kind,path", PATHS)
+def test_shortest_counterexample_paths(kw, invariant, kind, path):
+    r = _run(kw, "bfs")
+    v = r.violation
+    assert (r.verdict, v.invariant, v.kind) == ("violated", invariant, kind)
+    assert v.trace[0][0] is None
+    assert [format_action(a) for a, _ in v.trace[1:]] == path
+
+
 def test_default_bounds_make_the_interesting_things_happen():
     """The default run must elect, change the ISR, crash, restart and truncate."""
     cfg = Config(rf=3, minisr=2, max_records=1)
-    model = Model(cfg)
-    r = explore(model, InvariantSuite(cfg), "bfs")
-    for action in ("Produce", "Fetch", "AlterPartition", "HandleAlterPartitionResponse", "MetadataUpdate",
-                   "BrokerCrash", "BrokerRestart"):
+    r = explore(FastModel(cfg), InvariantSuite(cfg), "bfs")
+    for action in (
+        "Produce",
+        "Fetch",
+        "AlterPartition",
+        "HandleAlterPartitionResponse",
+        "MetadataUpdate",
+        "BrokerCrash",
+        "BrokerRestart",
+    ):
         assert r.coverage[action] > 0, action
-
-
-def _reach(cfg, found):
-    """BFS until `found(state, action, next)` is true for some transition; returns that action."""
-    from collections import deque
-    model = Model(cfg)
-    start = model.initial_states()[0]
-    seen, queue = {model.fingerprint(start)}, deque([start])
-    while queue:
-        s = queue.popleft()
-        for action, n in model.successors(s):
-            if found(s, action, n):
-                return action
-            fp = model.fingerprint(n)
-            if fp not in seen:
-                seen.add(fp)
-                queue.append(n)
-    return None
 
 
 def test_truncation_after_election_reachable():
     """Reachability guard against a vacuous model: a follower truncates its log through Fetch."""
+
     def truncates(s, a, n):
         return type(a).__name__ == "Fetch" and n.broker(a.follower).leo < s.broker(a.follower).leo
-    assert _reach(Config(rf=2, minisr=1), truncates) is not None
+
+    assert bfs_until(Config(rf=2, minisr=1), truncates) is not None
 
 
 def test_zombie_leader_appends_with_fencing():
     """With a live broker fenced, the old leader keeps acting on stale metadata and takes a write."""
+
     def zombie_write(s, a, n):
-        return (type(a).__name__ == "Produce" and n is not s
-                and n.broker(a.leader).epoch < n.controller.epoch)
-    assert _reach(Config(rf=2, minisr=1, max_records=1, max_fences=1), zombie_write) is not None
+        return type(a).__name__ == "Produce" and n is not s and n.broker(a.leader).epoch < n.controller.epoch
+
+    assert bfs_until(Config(rf=2, minisr=1, max_records=1, max_fences=1), zombie_write) is not None
 
 
 def test_stale_alter_partition_rejected():
     """A leader's AlterPartition sent on a stale partition or leader epoch is rejected by the controller."""
+
     def rejected(s, a, n):
-        return type(a).__name__ == "AlterPartition" and n.broker(a.leader).alter is not None \
+        return (
+            type(a).__name__ == "AlterPartition"
+            and n.broker(a.leader).alter is not None
             and not n.broker(a.leader).alter.ok
-    assert _reach(Config(rf=2, minisr=1, max_records=1, max_fences=1), rejected) is not None
+        )
+
+    assert bfs_until(Config(rf=2, minisr=1, max_records=1, max_fences=1), rejected) is not None

@@ -5,14 +5,23 @@ must produce the violation its KIP or JIRA describes, at bounds where the newest
 holds. The shortest counterexample length is pinned; if a spec change moves one, the
 change must say why.
 """
+
 from __future__ import annotations
 
 import pytest
-
 from kafkamc.checker.run import run_check
 from kafkamc.spec.config import Config, ConfigError
 from kafkamc.spec.protocol import (
-    ERAS, NEWEST, OLDEST, PRESETS, RULES, Protocol, ProtocolError, as_of, parse_rule, preset,
+    ERAS,
+    NEWEST,
+    OLDEST,
+    PRESETS,
+    RULES,
+    Protocol,
+    ProtocolError,
+    as_of,
+    parse_rule,
+    preset,
 )
 
 # Bounds, each small enough for the fast suite unless marked.
@@ -47,14 +56,14 @@ HARMLESS_ON_NEWEST = [
     # the diverging-epoch check in Fetch still catches a follower on a stale epoch
     pytest.param("fetch_fencing=none", ONE_HARD_CRASH, marks=pytest.mark.slow),
     ("fetch_fencing=none", TWO_SHUTDOWNS_RF2),
-    ("isr_update=zookeeper", ONE_HARD_CRASH),             # a synchronous ISR write has no in-flight window
+    ("isr_update=zookeeper", ONE_HARD_CRASH),  # a synchronous ISR write has no in-flight window
     # the same truncation point as the diverging epoch, one more round trip
     pytest.param("truncation=leader_epoch_kip279", ONE_HARD_CRASH, marks=pytest.mark.slow),
     ("truncation=leader_epoch_kip279", TWO_SHUTDOWNS_RF2),
-    pytest.param("isr_lag=messages", ONE_HARD_CRASH, marks=pytest.mark.slow),   # operability, not safety
+    pytest.param("isr_lag=messages", ONE_HARD_CRASH, marks=pytest.mark.slow),  # operability, not safety
     # Fixes to the OffsetsForLeaderEpoch path; the diverging epoch in every fetch covers both.
-    ("leader_epoch_cache=on_append", TWO_SHUTDOWNS_RF2),   # KAFKA-7415
-    ("truncate_on=leader_change", TWO_SHUTDOWNS_RF2),      # KAFKA-7164
+    ("leader_epoch_cache=on_append", TWO_SHUTDOWNS_RF2),  # KAFKA-7415
+    ("truncate_on=leader_change", TWO_SHUTDOWNS_RF2),  # KAFKA-7164
     pytest.param("truncate_on=leader_change", ONE_HARD_CRASH, marks=pytest.mark.slow),
 ]
 LAG = dict(rf=2, minisr=1, max_records=2, max_crashes=0, max_unclean_crashes=0, max_isr_shrinks=1)
@@ -65,9 +74,15 @@ def _with(rule: str) -> Protocol:
     return Protocol().with_rules(**{name: value})
 
 
-@pytest.mark.parametrize("bounds", [pytest.param(ONE_HARD_CRASH, marks=pytest.mark.slow),
-                                    pytest.param(SHUTDOWN_AND_HARD_CRASH, marks=pytest.mark.slow),
-                                    TWO_SHUTDOWNS_RF2, ONE_SHUTDOWN])
+@pytest.mark.parametrize(
+    "bounds",
+    [
+        pytest.param(ONE_HARD_CRASH, marks=pytest.mark.slow),
+        pytest.param(SHUTDOWN_AND_HARD_CRASH, marks=pytest.mark.slow),
+        TWO_SHUTDOWNS_RF2,
+        ONE_SHUTDOWN,
+    ],
+)
 def test_newest_holds_where_the_zoo_runs(bounds):
     run = run_check(Config(**bounds))
     assert run.result.verdict == "holds"
@@ -94,8 +109,10 @@ def test_message_lag_drops_healthy_followers_and_time_lag_does_not():
     assert old.result.verdict == "reached"
     # A record lands before the follower's first fetch (its LEO still unknown to the leader):
     # more than one behind, out it goes, though it never stalled.
-    assert [type(a).__name__ for a, _ in old.result.reached["HealthyFollowerShrunk"][1:]] == \
-        ["Produce", "AlterPartition"]
+    assert [type(a).__name__ for a, _ in old.result.reached["HealthyFollowerShrunk"][1:]] == [
+        "Produce",
+        "AlterPartition",
+    ]
     assert new.reached()["HealthyFollowerShrunk"] is None and new.result.verdict == "holds"
 
 
@@ -106,8 +123,10 @@ def test_oldest_preset_loses_committed_data_with_one_clean_shutdown():
     assert run.summary()["protocol"]["era"] == OLDEST
 
 
-@pytest.mark.parametrize("era,verdict", [("0.8.2", "violated"), ("2.1.0", "violated"), ("2.2.0", "holds"),
-                                         ("3.5.0", "holds"), (NEWEST, "holds")])
+@pytest.mark.parametrize(
+    "era,verdict",
+    [("0.8.2", "violated"), ("2.1.0", "violated"), ("2.2.0", "holds"), ("3.5.0", "holds"), (NEWEST, "holds")],
+)
 def test_eras_on_one_clean_shutdown(era, verdict):
     assert run_check(Config(protocol=PRESETS[era], **ONE_SHUTDOWN)).result.verdict == verdict
 
@@ -125,8 +144,11 @@ EXPECTED_LOSSES = [
 @pytest.mark.parametrize("kw,invariant,length", EXPECTED_LOSSES)
 def test_expected_losses(kw, invariant, length):
     run = run_check(Config(**kw))
-    assert (run.result.verdict, run.result.violation.invariant, run.result.violation.length) == \
-        ("violated", invariant, length)
+    assert (run.result.verdict, run.result.violation.invariant, run.result.violation.length) == (
+        "violated",
+        invariant,
+        length,
+    )
 
 
 def test_correlated_loss_goes_through_a_recovering_election():

@@ -1,12 +1,12 @@
 """The fast engines against the reference engine (a plain BFS over the step functions),
 and mutation tests: a step changed at run time must change what every engine finds, the
 same way, with no verify mode and no table to update."""
+
 from __future__ import annotations
 
 from dataclasses import replace as dc_replace
 
 import pytest
-
 from kafkamc.checker.explorer import explore
 from kafkamc.checker.fast import FastModel
 from kafkamc.checker.reference import explore_reference
@@ -31,16 +31,24 @@ PINNED = [
     dict(rf=1, minisr=1),
     dict(rf=2, minisr=2, max_unclean_crashes=2),
     pytest.param(dict(rf=3, minisr=2, max_records=1), marks=pytest.mark.slow),
-    pytest.param(dict(rf=2, minisr=2, max_records=1, max_crashes=1, max_unclean_crashes=0, max_fences=1),
-                 marks=pytest.mark.slow),
+    pytest.param(
+        dict(rf=2, minisr=2, max_records=1, max_crashes=1, max_unclean_crashes=0, max_fences=1), marks=pytest.mark.slow
+    ),
 ]
 
 
 def outcome(result) -> tuple:
     v = result.violation
     path = [format_action(a) for a, _ in v.trace[1:]] if v else None
-    return (result.verdict, result.distinct_states, result.depth, v and v.invariant, v and v.length, path,
-            {name: len(t) - 1 for name, t in result.reached.items()})
+    return (
+        result.verdict,
+        result.distinct_states,
+        result.depth,
+        v and v.invariant,
+        v and v.length,
+        path,
+        {name: len(t) - 1 for name, t in result.reached.items()},
+    )
 
 
 def both(cfg: Config, actions=None) -> tuple:
@@ -59,8 +67,11 @@ def test_fast_engine_agrees_with_the_reference(kw):
 
 @pytest.mark.parametrize("era", ERAS)
 def test_every_era_agrees_with_the_reference(era):
-    fast, ref = both(Config(rf=2, minisr=2, max_records=1, max_crashes=1, max_unclean_crashes=0, max_isr_shrinks=1,
-                            protocol=preset(era)))
+    fast, ref = both(
+        Config(
+            rf=2, minisr=2, max_records=1, max_crashes=1, max_unclean_crashes=0, max_isr_shrinks=1, protocol=preset(era)
+        )
+    )
     assert fast == ref
 
 

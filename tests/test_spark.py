@@ -4,6 +4,7 @@ Every test is marked `spark` (select with `-m spark`). One local SparkContext se
 module: starting one costs seconds. Its master, local[2,3], retries a failed task up to 3 times,
 which the fault-injection test needs.
 """
+
 from __future__ import annotations
 
 import marshal
@@ -13,17 +14,27 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections import deque
 from pathlib import Path
 
 import pytest
-
+from helpers import bfs_states
+from kafkamc.checker.codec import encode
 from kafkamc.checker.explorer import Limits, explore
-from kafkamc.checker.spark import (FaultInjection, SparkJobFailed, SparkUnavailable, _SparkBFS, _Task, build_package_zip,
-                                   explore_spark, spark_context, state_from_key)
+from kafkamc.checker.fast import FastModel
+from kafkamc.checker.spark import (
+    FaultInjection,
+    SparkJobFailed,
+    SparkUnavailable,
+    _SparkBFS,
+    _Task,
+    build_package_zip,
+    explore_spark,
+    spark_context,
+    state_from_key,
+)
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
-from kafkamc.spec.model import Model, encode
+from kafkamc.spec.model import Model
 from kafkamc.spec.protocol import Protocol
 from kafkamc.traces.trace import Trace, load
 
@@ -41,22 +52,72 @@ CASES = {
     "rf2-minisr2": (Config(rf=2, minisr=2), "holds", 5821, 21, 2, 4),
     "unclean-election": (UNCLEAN, "violated", "NoCommittedDataLoss", 5, 4, 2),
     "acks1": (Config(rf=3, minisr=2, acks="1", max_records=1), "violated", "AckedWriteDurability", 3, 3, 4),
-    "elr-off": (Config(rf=3, minisr=2, max_records=1, protocol=Protocol().with_rules(elr="off")),
-                "violated", "HighWatermarkMonotonic", 10, 2, 4),
+    "elr-off": (
+        Config(rf=3, minisr=2, max_records=1, protocol=Protocol().with_rules(elr="off")),
+        "violated",
+        "HighWatermarkMonotonic",
+        10,
+        2,
+        4,
+    ),
     # The rest of the pinned table (tests/test_pinned.py) and the bug zoo (tests/test_protocols.py).
-    "two-shutdowns-rf2": (Config(rf=2, minisr=2, max_records=1, max_crashes=2, max_unclean_crashes=0,
-                                 max_isr_shrinks=1), "holds", 3661, 20, 2, 4),
+    "two-shutdowns-rf2": (
+        Config(rf=2, minisr=2, max_records=1, max_crashes=2, max_unclean_crashes=0, max_isr_shrinks=1),
+        "holds",
+        3661,
+        20,
+        2,
+        4,
+    ),
     "rf1-hard-crash": (Config(rf=1, minisr=1), "violated", "HighWatermarkMonotonic", 3, 2, 4),
-    "rf2-two-hard-crashes": (Config(rf=2, minisr=2, max_unclean_crashes=2), "violated", "HighWatermarkMonotonic",
-                             7, 2, 4),
-    "zoo-truncation-hw": (Config(rf=2, minisr=2, max_records=1, max_crashes=2, max_unclean_crashes=0,
-                                 max_isr_shrinks=1, protocol=Protocol().with_rules(truncation="hw")),
-                          "violated", "NoCommittedDataLoss", 11, 2, 4),
-    "zoo-kip903": (Config(rf=3, minisr=2, max_records=1, max_crashes=1, max_unclean_crashes=1, max_isr_shrinks=0,
-                          protocol=Protocol().with_rules(isr_join_broker_epoch="unchecked")),
-                   "violated", "NoCommittedDataLoss", 9, 2, 4),
-    "zoo-kip207": (Config(rf=3, minisr=2, max_records=1, protocol=Protocol().with_rules(consumer_hw="leader_hw")),
-                   "violated", "HighWatermarkMonotonic", 7, 2, 4),
+    "rf2-two-hard-crashes": (
+        Config(rf=2, minisr=2, max_unclean_crashes=2),
+        "violated",
+        "HighWatermarkMonotonic",
+        7,
+        2,
+        4,
+    ),
+    "zoo-truncation-hw": (
+        Config(
+            rf=2,
+            minisr=2,
+            max_records=1,
+            max_crashes=2,
+            max_unclean_crashes=0,
+            max_isr_shrinks=1,
+            protocol=Protocol().with_rules(truncation="hw"),
+        ),
+        "violated",
+        "NoCommittedDataLoss",
+        11,
+        2,
+        4,
+    ),
+    "zoo-kip903": (
+        Config(
+            rf=3,
+            minisr=2,
+            max_records=1,
+            max_crashes=1,
+            max_unclean_crashes=1,
+            max_isr_shrinks=0,
+            protocol=Protocol().with_rules(isr_join_broker_epoch="unchecked"),
+        ),
+        "violated",
+        "NoCommittedDataLoss",
+        9,
+        2,
+        4,
+    ),
+    "zoo-kip207": (
+        Config(rf=3, minisr=2, max_records=1, protocol=Protocol().with_rules(consumer_hw="leader_hw")),
+        "violated",
+        "HighWatermarkMonotonic",
+        7,
+        2,
+        4,
+    ),
     "rf3-minisr2-one-record": (Config(rf=3, minisr=2, max_records=1), "holds", 44260, 23, 2, 4),
 }
 
@@ -68,7 +129,7 @@ def sc():
 
 
 def local_bfs(cfg: Config, limits: Limits = Limits(), reach=()):
-    return explore(Model(cfg), InvariantSuite(cfg), "bfs", limits, stop_when_reached=frozenset(reach))
+    return explore(FastModel(cfg), InvariantSuite(cfg), "bfs", limits, stop_when_reached=frozenset(reach))
 
 
 def assert_same(local, spark):
@@ -83,25 +144,12 @@ def assert_same(local, spark):
         assert spark.violation.trace == local.violation.trace
 
 
-def sample_states(cfg: Config, n: int) -> list:
-    """About n states of cfg, breadth first."""
-    model = Model(cfg)
-    fingerprint = model.fingerprint
-    seen = {fingerprint(s): s for s in model.initial_states()}
-    queue = deque(seen.values())
-    while queue and len(seen) < n:
-        for _, nxt in model.successors(queue.popleft()):
-            fp = fingerprint(nxt)
-            if fp not in seen:
-                seen[fp] = nxt
-                queue.append(nxt)
-    return list(seen.values())
-
-
 # ---------------------------------------------------------------- states as bytes, the package as a zip
 
+
 def test_state_from_key_round_trips():
-    states = [s for cfg in (Config(), UNCLEAN, Config(rf=3, minisr=2, acks="1", max_fences=1)) for s in sample_states(cfg, 4000)]
+    configs = (Config(), UNCLEAN, Config(rf=3, minisr=2, acks="1", max_fences=1))
+    states = [s for cfg in configs for s in bfs_states(Model(cfg), 4000)]
     for s in states:
         back = state_from_key(marshal.loads(encode(s)))
         assert back == s and back.key() == s.key() and encode(back) == encode(s)
@@ -114,6 +162,7 @@ def test_state_from_key_round_trips():
 def test_package_zip_imports_alone(tmp_path):
     """With only the zip (and third-party packages, no .pth finder) on sys.path, as on an executor."""
     import z3
+
     zip_path = build_package_zip(tmp_path)
     site = str(Path(z3.__file__).parents[1])
     code = textwrap.dedent(f"""
@@ -130,10 +179,10 @@ def test_package_zip_imports_alone(tmp_path):
         from kafkamc.checker.explorer import explore
         from kafkamc.invariants.suite import InvariantSuite
         from kafkamc.spec.config import Config
-        from kafkamc.spec.model import Model
+        from kafkamc.checker.fast import FastModel
         assert kafkamc.checker.spark.__file__.startswith({str(zip_path)!r}), kafkamc.checker.spark.__file__
         cfg = Config(rf=1, minisr=1, max_unclean_crashes=0, max_crashes=1)
-        print(explore(Model(cfg), InvariantSuite(cfg)).distinct_states)
+        print(explore(FastModel(cfg), InvariantSuite(cfg)).distinct_states)
     """)
     p = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr + p.stdout
@@ -145,6 +194,7 @@ def test_the_driver_keeps_importing_its_own_kafkamc(sc):
     when the context stops, and later imports must not look for kafkamc modules there."""
     assert not any(p.endswith("kafkamc.zip") for p in sys.path)
     import kafkamc.traces.html
+
     assert ".zip" not in kafkamc.traces.html.__file__
 
 
@@ -155,6 +205,7 @@ def test_executors_import_kafkamc_from_the_shipped_zip(sc):
 
 
 # ---------------------------------------------------------------- agreement with the local engine
+
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_agrees_with_local_bfs(sc, case, tmp_path):
@@ -173,12 +224,16 @@ def test_agrees_with_local_bfs(sc, case, tmp_path):
         assert load(path).length == steps
 
 
-@pytest.mark.parametrize("cfg, limits, reach", [
-    (UNCLEAN, Limits(max_states=100), ()),
-    (ONE_CRASH_RF2, Limits(max_states=1), ()),
-    (ONE_CRASH_RF2, Limits(max_depth=7), ()),
-    (ONE_CRASH_RF2, Limits(), ("ElrElection", "HighWatermarkAdvances")),
-], ids=["max-states", "max-states-1", "max-depth", "reach"])
+@pytest.mark.parametrize(
+    "cfg, limits, reach",
+    [
+        (UNCLEAN, Limits(max_states=100), ()),
+        (ONE_CRASH_RF2, Limits(max_states=1), ()),
+        (ONE_CRASH_RF2, Limits(max_depth=7), ()),
+        (ONE_CRASH_RF2, Limits(), ("ElrElection", "HighWatermarkAdvances")),
+    ],
+    ids=["max-states", "max-states-1", "max-depth", "reach"],
+)
 def test_limits_agree_with_local_bfs(sc, cfg, limits, reach):
     local = local_bfs(cfg, limits, reach)
     spark = explore_spark(cfg, None, limits, 3, sc=sc, stop_when_reached=frozenset(reach))
@@ -195,13 +250,14 @@ def test_progress_reports_each_level(sc):
     seen = []
     r = explore_spark(ONE_CRASH_RF1, None, Limits(), 2, sc=sc, progress=seen.append)
     levels = [p for p in seen if not p["final"]]
-    assert [p["level"] for p in levels] == [1, 2, 3, 4, 5]       # the last level finds nothing new
+    assert [p["level"] for p in levels] == [1, 2, 3, 4, 5]  # the last level finds nothing new
     assert [p["new"] for p in levels] == [2, 3, 3, 3, 0]
     assert levels[-1]["distinct"] == r.distinct_states == 12 and seen[-1]["final"]
     assert all(p["rate"] >= 0 and {"generated", "queue", "depth", "elapsed"} <= set(p) for p in seen)
 
 
 # ---------------------------------------------------------------- the Spark plan
+
 
 def test_one_shuffle_per_level_and_a_co_partitioned_union(sc):
     """The visited set is never shuffled: each level's union is partitioner-aware, with narrow
@@ -219,15 +275,23 @@ def test_one_shuffle_per_level_and_a_co_partitioned_union(sc):
             assert [d.getClass().getSimpleName() for d in deps] == ["OneToOneDependency"] * 2
             assert deps[0].rdd().id() == previous.id()
             shuffles = set(re.findall(r"ShuffledRDD\[(\d+)\]", parts.toDebugString().decode()))
-            assert len(shuffles) == level + 1        # + the one that placed the initial states
+            assert len(shuffles) == level + 1  # + the one that placed the initial states
     finally:
         run._cleanup()
 
 
 def test_checkpoints_are_written_then_removed(sc, tmp_path):
     found = []
-    r = explore_spark(ONE_CRASH_RF1, None, Limits(), 2, sc=sc, checkpoint_dir=str(tmp_path), checkpoint_every=1,
-                      progress=lambda p: found.extend(tmp_path.rglob("rdd-*")))
+    r = explore_spark(
+        ONE_CRASH_RF1,
+        None,
+        Limits(),
+        2,
+        sc=sc,
+        checkpoint_dir=str(tmp_path),
+        checkpoint_every=1,
+        progress=lambda p: found.extend(tmp_path.rglob("rdd-*")),
+    )
     assert r.distinct_states == 12
     assert found, "no checkpoint was written"
     assert list(tmp_path.iterdir()) == [], "the run's checkpoint folder was left behind"
@@ -236,8 +300,10 @@ def test_checkpoints_are_written_then_removed(sc, tmp_path):
 def test_failed_tasks_are_retried_with_the_same_result(sc, tmp_path):
     """A Python worker fails once in an expand task and once in a merge task; Spark re-runs
     them, and the counts, verdict and trace are exactly those of a run without faults."""
-    faults = (FaultInjection(level=3, partition=1, flag=str(tmp_path / "expand"), stage="expand"),
-              FaultInjection(level=4, partition=0, flag=str(tmp_path / "merge"), stage="merge"))
+    faults = (
+        FaultInjection(level=3, partition=1, flag=str(tmp_path / "expand"), stage="expand"),
+        FaultInjection(level=4, partition=0, flag=str(tmp_path / "merge"), stage="merge"),
+    )
     spark = explore_spark(UNCLEAN, None, Limits(), 2, sc=sc, inject_faults=faults)
     assert [(tmp_path / f).read_text() for f in ("expand", "merge")] == ["1", "1"], "a fault did not fire"
     assert_same(local_bfs(UNCLEAN), spark)
@@ -248,13 +314,15 @@ def test_a_job_failing_every_retry_is_one_clean_error(sc, tmp_path):
     fault = FaultInjection(level=2, partition=0, flag=str(tmp_path / "flag"), stage="merge", attempts=3)
     with pytest.raises(SparkJobFailed) as e:
         explore_spark(ONE_CRASH_RF1, None, Limits(), 2, sc=sc, inject_faults=(fault,))
-    assert str(e.value) == ("a Spark job of the search failed: "
-                            "RuntimeError: injected fault: level 2, partition 0, merge")
-    assert (tmp_path / "flag").read_text() == "3"          # local[2,3]: three attempts, then the job fails
-    assert explore_spark(ONE_CRASH_RF1, None, Limits(), 2, sc=sc).distinct_states == 12   # the context lives on
+    assert str(e.value) == (
+        "a Spark job of the search failed: RuntimeError: injected fault: level 2, partition 0, merge"
+    )
+    assert (tmp_path / "flag").read_text() == "3"  # local[2,3]: three attempts, then the job fails
+    assert explore_spark(ONE_CRASH_RF1, None, Limits(), 2, sc=sc).distinct_states == 12  # the context lives on
 
 
 # ---------------------------------------------------------------- Spark that cannot start
+
 
 @pytest.mark.parametrize("master", ["nonsense", "bogus://nowhere", "local[two]", "spark://127.0.0.1:1"])
 def test_bad_master_is_unavailable_at_once(master):
@@ -281,14 +349,24 @@ except SparkUnavailable as e:
 """
 
 
-@pytest.mark.parametrize("conf, env, says", [
-    ({"spark.driver.memory": "lots"}, {}, "Invalid maximum heap size"),
-    ({}, {"JAVA_HOME": "/nonexistent"}, "Spark needs Java"),
-], ids=["jvm-cannot-start", "no-java"])
+@pytest.mark.parametrize(
+    "conf, env, says",
+    [
+        ({"spark.driver.memory": "lots"}, {}, "Invalid maximum heap size"),
+        ({}, {"JAVA_HOME": "/nonexistent"}, "Spark needs Java"),
+    ],
+    ids=["jvm-cannot-start", "no-java"],
+)
 def test_start_failure_is_one_line_without_java_noise(tmp_path, conf, env, says):
     """In a fresh process (the module's context already owns this one's JVM)."""
-    p = subprocess.run([sys.executable, "-c", _START.format(conf=conf)], capture_output=True, text=True,
-                       cwd=tmp_path, env={**os.environ, **env}, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-c", _START.format(conf=conf)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, **env},
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     lines = p.stdout.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("unavailable: ") and says in lines[0], p.stdout

@@ -4,17 +4,17 @@ Where every invariant holds, the counts, depth, generated states, coverage and r
 witnesses are the same; at a violation, the same invariant is reported with the very same
 (shortest) trace. Only the counts at a violation may differ: a worker finishes its level.
 """
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from kafkamc.checker.explorer import Limits, explore
+from kafkamc.checker.fast import FastModel
 from kafkamc.checker.workers import explore_workers
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
-from kafkamc.spec.model import Model
 from kafkamc.spec.protocol import preset
 
 HOLDS = [
@@ -35,14 +35,18 @@ VIOLATED = [
 
 def _both(kw, n=2):
     cfg = Config(**kw)
-    return explore(Model(cfg), InvariantSuite(cfg)), explore_workers(Model(cfg), InvariantSuite(cfg), n)
+    return explore(FastModel(cfg), InvariantSuite(cfg)), explore_workers(FastModel(cfg), InvariantSuite(cfg), n)
 
 
 @pytest.mark.parametrize("kw", HOLDS)
 def test_same_counts_coverage_and_witnesses_where_it_holds(kw):
     one, two = _both(kw)
     assert two.verdict == one.verdict == "holds"
-    assert (two.distinct_states, two.states_generated, two.depth) == (one.distinct_states, one.states_generated, one.depth)
+    assert (two.distinct_states, two.states_generated, two.depth) == (
+        one.distinct_states,
+        one.states_generated,
+        one.depth,
+    )
     assert two.coverage == one.coverage
     assert {k: v for k, v in two.reached.items()} == one.reached
     assert two.visited_bytes > 0
@@ -58,14 +62,18 @@ def test_same_violation_and_trace(kw):
 
 def test_three_workers_agree_too():
     one, three = _both(dict(rf=2, minisr=2), n=3)
-    assert (three.distinct_states, three.states_generated, three.depth) == (one.distinct_states, one.states_generated, one.depth)
+    assert (three.distinct_states, three.states_generated, three.depth) == (
+        one.distinct_states,
+        one.states_generated,
+        one.depth,
+    )
 
 
 def test_limits_stop_between_or_within_levels():
     cfg = Config(rf=2, minisr=2)
-    r = explore_workers(Model(cfg), InvariantSuite(cfg), 2, Limits(max_depth=5))
+    r = explore_workers(FastModel(cfg), InvariantSuite(cfg), 2, Limits(max_depth=5))
     assert (r.verdict, r.stop_reason, r.depth) == ("incomplete", "max depth 5", 5)
-    r = explore_workers(Model(cfg), InvariantSuite(cfg), 2, Limits(max_states=100))
+    r = explore_workers(FastModel(cfg), InvariantSuite(cfg), 2, Limits(max_states=100))
     assert r.verdict == "incomplete" and r.stop_reason == "max states 100" and r.distinct_states >= 100
 
 
@@ -74,15 +82,22 @@ def test_cli_reports_workers_and_the_same_counts(kafkamc_cli):
     two = json.loads(kafkamc_cli(*args, "--workers", "2").stdout)
     one = json.loads(kafkamc_cli(*args, "--workers", "1").stdout)
     assert (two["workers"], one["workers"]) == (2, 1)
-    assert (two["verdict"], two["distinct_states"], two["depth"]) == (one["verdict"], one["distinct_states"], one["depth"])
+    assert (two["verdict"], two["distinct_states"], two["depth"]) == (
+        one["verdict"],
+        one["distinct_states"],
+        one["depth"],
+    )
 
 
-@pytest.mark.parametrize("args,message", [
-    (("--workers", "0"), "--workers must be at least 1"),
-    (("--workers", "many"), "--workers expects a number or auto"),
-    (("--workers", "2", "--strategy", "dfs"), "--workers runs breadth-first only"),
-    (("--workers", "2", "--engine", "spark"), "--workers is for the local engine"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("--workers", "0"), "--workers must be at least 1"),
+        (("--workers", "many"), "--workers expects a number or auto"),
+        (("--workers", "2", "--strategy", "dfs"), "--workers runs breadth-first only"),
+        (("--workers", "2", "--engine", "spark"), "--workers is for the local engine"),
+    ],
+)
 def test_cli_bad_workers_is_one_line(kafkamc_cli, args, message):
     p = kafkamc_cli("check", "--rf", "1", "--minisr", "1", *args)
     assert p.returncode == 2 and message in p.stderr

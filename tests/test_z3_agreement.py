@@ -2,7 +2,7 @@
 
 The search checks invariants with Python functions generated from the Z3 declarations;
 Z3 itself is only asked to confirm and explain. This test samples states (and transitions)
-reached by a plain BFS over the model in several configurations, safe and unsafe, and
+reached by a plain BFS over the spec model in several configurations, safe and unsafe, and
 checks that each compiled function gives the same truth value as Z3 evaluating the declared
 formula. The unsafe configurations reach violating states, so both truth values are covered.
 The reachability properties (invariants/reach.py) are compiled the same way: on sampled
@@ -12,32 +12,32 @@ The selection is deterministic: a capped BFS in successor order, then every viol
 (thinned by a fixed stride when there are many) and an evenly spaced stride over the rest.
 A Z3 evaluation costs about a millisecond, which is what bounds the sample size.
 """
+
 from __future__ import annotations
 
-from collections import Counter, deque
-from functools import lru_cache
+from collections import Counter
+from functools import cache
 
 import pytest
-
+from helpers import bfs
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
 from kafkamc.spec.protocol import preset
 
-EXPLORE = 6000          # distinct states the BFS visits per configuration (cheap)
-STATES = 500            # states sent to Z3 per configuration
-MAX_BAD = 200           # of which at most this many violating ones
-TRANSITIONS = 200       # (prev, next) pairs sent to Z3 per configuration
+EXPLORE = 6000  # distinct states the BFS visits per configuration (cheap)
+STATES = 500  # states sent to Z3 per configuration
+MAX_BAD = 200  # of which at most this many violating ones
+TRANSITIONS = 200  # (prev, next) pairs sent to Z3 per configuration
 MAX_BAD_TRANSITIONS = 100
-EXPLAIN_PER_INVARIANT = 3   # violating states per invariant that must also be explainable
-REACH_PER_VALUE = 6     # per reachability property: witnessing and other steps sent to Z3
+EXPLAIN_PER_INVARIANT = 3  # violating states per invariant that must also be explainable
+REACH_PER_VALUE = 6  # per reachability property: witnessing and other steps sent to Z3
 
 CONFIGS = {
     # The newest rules (ELR on) with the default bounds: one hard crash.
     "rf3-minisr2": Config(rf=3, minisr=2),
     # Two clean shutdowns of the ISR, then an unclean election of the lagging replica.
-    "rf3-minisr1-unclean": Config(rf=3, minisr=1, unclean=True, max_crashes=2, max_unclean_crashes=0,
-                                  track_down=True),
+    "rf3-minisr1-unclean": Config(rf=3, minisr=1, unclean=True, max_crashes=2, max_unclean_crashes=0, track_down=True),
     "rf3-acks1": Config(rf=3, minisr=2, acks="1"),
     "rf2-minisr1-unclean-fence": Config(rf=2, minisr=1, unclean=True, max_fences=1),
     # The oldest rules: no ELR (other WellFormed parts), the leader's HW exposed as is,
@@ -72,43 +72,34 @@ class Sample:
         check = self.suite.check_state
         step_ok = self.suite.action_invs[0].fn
         self.states = _pick(states, [check(s) is not None for s in states], STATES, MAX_BAD)
-        self.transitions = _pick(transitions, [not step_ok(p, n) for p, n in transitions],
-                                 TRANSITIONS, MAX_BAD_TRANSITIONS)
+        self.transitions = _pick(
+            transitions, [not step_ok(p, n) for p, n in transitions], TRANSITIONS, MAX_BAD_TRANSITIONS
+        )
         # name -> (steps the compiled property finds true, steps it finds false), a stride of each.
         self.reach = {}
         for name, fn in self.suite.reach_functions():
             hit = [fn(p, n) for p, n in transitions]
-            self.reach[name] = (_stride([t for t, h in zip(transitions, hit) if h], REACH_PER_VALUE),
-                                _stride([t for t, h in zip(transitions, hit) if not h], REACH_PER_VALUE))
+            self.reach[name] = (
+                _stride([t for t, h in zip(transitions, hit) if h], REACH_PER_VALUE),
+                _stride([t for t, h in zip(transitions, hit) if not h], REACH_PER_VALUE),
+            )
 
     def _bfs(self):
-        """Plain BFS in successor order over model fingerprints, capped at EXPLORE states.
-        Every generated transition is kept, including those into already visited states."""
-        m = self.model
-        seen, states, transitions = set(), [], []
-        queue = deque()
-        for s in m.initial_states():
-            fp = m.fingerprint(s)
-            if fp not in seen:
-                seen.add(fp)
-                states.append(s)
-                queue.append(s)
-        while queue and len(states) < EXPLORE:
-            s = queue.popleft()
-            for _action, nxt in m.successors(s):
-                transitions.append((s, nxt))
-                fp = m.fingerprint(nxt)
-                if fp in seen:
-                    continue
-                seen.add(fp)
+        """Plain BFS in successor order over the spec model (tests/helpers.py), capped at
+        EXPLORE states. Every generated transition is kept, including those into already
+        visited states."""
+        states, transitions = [], []
+        for prev, _action, nxt, new in bfs(self.model):
+            if prev is not None:
+                transitions.append((prev, nxt))
+            if new:
                 states.append(nxt)
-                queue.append(nxt)
                 if len(states) >= EXPLORE:
                     break
         return states, transitions
 
 
-@lru_cache(maxsize=None)
+@cache
 def sample(key: str) -> Sample:
     return Sample(CONFIGS[key])
 
@@ -201,8 +192,7 @@ def test_sample_is_large_and_not_vacuous():
     assert total_transitions >= 800
     violating = sum(1 for k in CONFIGS for s in sample(k).states if sample(k).suite.check_state(s))
     assert violating > 0
-    bad_steps = sum(1 for k in CONFIGS for p, n in sample(k).transitions
-                    if sample(k).suite.check_step(p, n))
+    bad_steps = sum(1 for k in CONFIGS for p, n in sample(k).transitions if sample(k).suite.check_step(p, n))
     assert bad_steps > 0
 
 

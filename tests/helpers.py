@@ -1,0 +1,76 @@
+"""What several test files share: one plain breadth-first search over a model.
+
+The test modules import it as `helpers` (tests/conftest.py puts tests/ on sys.path, since
+pytest runs with --import-mode=importlib and tests/ is not a package).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+
+from kafkamc.spec.config import Config
+from kafkamc.spec.model import Model
+
+
+def bfs(model, starts: list | None = None) -> Iterator[tuple]:
+    """Every transition of `model`, breadth first in its successor order, as
+    (state, action, next, new): the initial states (or `starts`) first as (None, None, s, new),
+    then every successor of every new state, into a state seen before or not (new says which).
+
+    States are told apart by model.fingerprint when the model has one (the fast model), else
+    by model.canonical(state) itself (the plain spec model: no fingerprint involved). The
+    consumer stops whenever it likes; the search goes on only as far as it is read.
+    """
+    key = getattr(model, "fingerprint", None) or model.canonical
+    seen: set = set()
+    queue: deque = deque()
+
+    def is_new(state) -> bool:
+        k = key(state)
+        if k in seen:
+            return False
+        seen.add(k)
+        queue.append(state)
+        return True
+
+    for s in model.initial_states() if starts is None else starts:
+        yield None, None, s, is_new(s)
+    while queue:
+        s = queue.popleft()
+        for action, nxt in model.successors(s):
+            yield s, action, nxt, is_new(nxt)
+
+
+def bfs_states(model, n: int) -> list:
+    """The first n distinct states of `model`, breadth first (all of them when there are fewer)."""
+    out: list = []
+    if n <= 0:
+        return out
+    for _prev, _action, s, new in bfs(model):
+        if new:
+            out.append(s)
+            if len(out) >= n:
+                break
+    return out
+
+
+def bfs_until(cfg_or_model, found: Callable) -> tuple | None:
+    """Breadth first over the plain spec model of a Config (or over the model given) until
+    found(state, action, next) is true of a transition; returns (state, action, next), or
+    None when no reachable transition satisfies it."""
+    model = Model(cfg_or_model) if isinstance(cfg_or_model, Config) else cfg_or_model
+    for prev, action, nxt, _new in bfs(model):
+        if prev is not None and found(prev, action, nxt):
+            return prev, action, nxt
+    return None
+
+
+def sample_states(cfg: Config, n: int, seed: int = 7) -> list:
+    """n reachable states of cfg (fewer when it has fewer), breadth first from every
+    assignment order over the plain spec model without symmetry, in a shuffled order."""
+    states = bfs_states(Model(replace(cfg, symmetry=False)), n)
+    random.Random(seed).shuffle(states)
+    return states
