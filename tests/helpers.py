@@ -15,10 +15,10 @@ from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
 
 
-def bfs(model, starts: list | None = None) -> Iterator[tuple]:
+def bfs(model) -> Iterator[tuple]:
     """Every transition of `model`, breadth first in its successor order, as
-    (state, action, next, new): the initial states (or `starts`) first as (None, None, s, new),
-    then every successor of every new state, into a state seen before or not (new says which).
+    (state, action, next, new): the initial states first as (None, None, s, new), then
+    every successor of every new state, into a state seen before or not (new says which).
 
     States are told apart by model.fingerprint when the model has one (the fast model), else
     by model.canonical(state) itself (the plain spec model: no fingerprint involved). The
@@ -36,7 +36,7 @@ def bfs(model, starts: list | None = None) -> Iterator[tuple]:
         queue.append(state)
         return True
 
-    for s in model.initial_states() if starts is None else starts:
+    for s in model.initial_states():
         yield None, None, s, is_new(s)
     while queue:
         s = queue.popleft()
