@@ -15,7 +15,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 
 from kafkamc.checker.fast import UNKNOWN, screened
-from kafkamc.checker.search import STRATEGIES, Limits, Result, Violation, replay_path
+from kafkamc.checker.search import STRATEGIES, Limits, Result, Violation, replay_path, verdict_of
 from kafkamc.checker.visited import FingerprintSet, Nodes
 
 
@@ -203,13 +203,7 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
         if extra is not None:
             steps.append(extra)
         violation = Violation(name, kind, replay_path(model, init_index, steps))
-        verdict = "violated"
-    elif stop_when_reached and not targets:
-        verdict = "reached"
-    elif stop_reason is not None:
-        verdict = "incomplete"
-    else:
-        verdict = "holds"
+    verdict = verdict_of(violation, bool(stop_when_reached) and not targets, stop_reason)
     if progress is not None:
         progress(stats(final=True))
     return Result(

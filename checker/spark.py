@@ -50,7 +50,7 @@ from kafkamc.checker.fast import FastModel as Model
 from kafkamc.checker.keys import AFTER_EVERY_STEP as _AFTER_EVERY_STEP
 from kafkamc.checker.keys import decode_key
 from kafkamc.checker.keys import index_bytes as _index_bytes
-from kafkamc.checker.search import Limits, Result, Violation, replay_path
+from kafkamc.checker.search import Limits, Result, Violation, replay_path, verdict_of
 
 # Re-exported as well as used: callers and tests import SparkUnavailable, SparkJobFailed,
 # spark_context, build_package_zip, ship_package, PACKAGES, FaultInjection, Part and _Task
@@ -375,13 +375,7 @@ class _SparkBFS:
         if self.violation is not None:
             name, kind, key = self.violation
             violation = Violation(name, kind, self._trace(key))
-            verdict = "violated"
-        elif self.targets and self.reached_all:
-            verdict = "reached"
-        elif self.stop_reason is not None:
-            verdict = "incomplete"
-        else:
-            verdict = "holds"
+        verdict = verdict_of(violation, bool(self.targets) and self.reached_all, self.stop_reason)
         reached = {name: self._trace(key) for name, key in self.witnesses.items()}
         return Result(
             verdict,

@@ -38,7 +38,7 @@ from queue import Empty
 
 from kafkamc.checker.contract import SearchModel
 from kafkamc.checker.keys import decode_key, index_bytes
-from kafkamc.checker.search import Limits, Result, Violation, replay_path
+from kafkamc.checker.search import Limits, Result, Violation, replay_path, verdict_of
 from kafkamc.checker.visited import FingerprintSet
 from kafkamc.spec.state import State
 
@@ -368,13 +368,7 @@ class _Coordinator:
         if self.violation is not None:
             key, name, kind = self.violation
             violation = Violation(name, kind, self._trace(key))
-            verdict = "violated"
-        elif self.stop_when_reached and not self.targets:
-            verdict = "reached"
-        elif self.stop_reason is not None:
-            verdict = "incomplete"
-        else:
-            verdict = "holds"
+        verdict = verdict_of(violation, bool(self.stop_when_reached) and not self.targets, self.stop_reason)
         if self.progress is not None:
             self.progress(self._stats(final=True))
         return Result(
