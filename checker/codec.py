@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import marshal
 
-from kafkamc.spec.state import AlterPartitionResponse, Broker, Budget, Controller, Ghost, State
+from kafkamc.spec.state import AlterPartitionResponse, Broker, Budget, Controller, Ghost, State, replace
 
 
 def encode(state: State) -> bytes:
@@ -29,9 +29,8 @@ def fingerprint(state: State) -> int:
 
 def _broker(values: tuple) -> Broker:
     br = Broker(*values)
-    if br.alter is not None:
-        br = Broker.__replace__(br, alter=AlterPartitionResponse(*br.alter))
-    return br
+    alter: tuple | None = br.alter  # type: ignore[assignment]  # still the key's plain tuple here
+    return br if alter is None else replace(br, alter=AlterPartitionResponse(*alter))
 
 
 def state_from_key(key: tuple) -> State:

@@ -68,11 +68,6 @@ class FastSuccessors:
             comps = self.split(state)
             return comps, list(map(number, map(id, comps))), self.join(comps)
 
-    def fingerprints(self, state: State) -> tuple:
-        """The components' fingerprints (what the multi-process engine ships a state as)."""
-        fp = self.components.fp
-        return tuple(fp[id(x)] for x in self._interned(state)[0])
-
     def fingerprint(self, state: State) -> int:
         """The XOR of the components' position-mixed fingerprints (see the module docstring)."""
         return self.components.xor(self._interned(state)[1])
@@ -104,7 +99,7 @@ class FastSuccessors:
             if not self.verify and (sc.reads is None or sc.reads <= local):
                 entry = sc.store.get(sc.key(parts))
                 if entry is None:
-                    outcomes, reads = self.outcomes.run(state, comps, parts, a)
+                    outcomes, reads = self.outcomes.run(sc, state, comps, parts, a)
                     sc.put(parts, outcomes, reads)
                     if reads <= local:
                         fixed = outcomes
@@ -118,12 +113,15 @@ class FastSuccessors:
     def with_delta(self, comps: list, changes: list) -> tuple:
         """(((index, component, its serial number), ...), XOR they make to the fingerprint of
         a state made of comps, bitmask of the component indices they change)."""
+        at, serial = self.components.at, self.components.serial  # Components.delta, inlined: once per change
         delta = mask = 0
-        number = self.components.serial.__getitem__
+        out = []
         for i, x in changes:
-            delta ^= self.components.delta(i, comps[i], x)
+            n = serial[id(x)]
+            delta ^= at[i][serial[id(comps[i])]] ^ at[i][n]
             mask |= 1 << i
-        return tuple((i, x, number(id(x))) for i, x in changes), delta, mask
+            out.append((i, x, n))
+        return tuple(out), delta, mask
 
     def _observe_miss(self, comps: list, key: tuple) -> list:
         """[ghost, fingerprint XOR, quiet, the quiet test it is of, the ghost's serial number]
@@ -192,19 +190,20 @@ class FastSuccessors:
                     if outcomes.__class__ is StepCache:
                         outcomes = outcomes.store.get(outcomes.key(parts))
                     if outcomes is None or verify:
-                        outcomes = self.outcomes.cached(sc, state, comps, parts, action)
+                        outcomes = self.outcomes.cached(sc, state, comps, parts, action, outcomes)
                 for changes, delta, mask in outcomes:
                     index += 1
-                    new = comps.copy()
-                    for i, x, _ in changes:
-                        new[i] = x
                     if mask & touch or not screen:
+                        new = comps.copy()
+                        for i, x, _ in changes:
+                            new[i] = x
                         c = new[0]
                         okey = (id(c), id(new[c.leader]) if c.leader else 0, id(new[G]))
                         seen = observe_get(okey)
                         if seen is None:
                             seen = self._observe_miss(new, okey)
                     else:
+                        new = None  # built only if the successor is looked at: most are not
                         seen = same
                     fp = base ^ delta ^ seen[1]
                     keeps = settled = False
@@ -215,6 +214,10 @@ class FastSuccessors:
                         if settled and seen[2]:
                             if fp == base or not is_new(fp):  # fp == base: the state itself
                                 continue
+                    if new is None:
+                        new = comps.copy()
+                        for i, x, _ in changes:
+                            new[i] = x
                     nxt = new_tuple(
                         State, (new[0], tuple(new[1:G]), seen[0], new[G + 1])
                     )  # State(...) without its __new__
@@ -342,6 +345,22 @@ class FastModel:
         if self.config.symmetry and c.replicas != self.in_order:
             c = symmetry.canonical(state).controller
         return self.fast.controller_fingerprint(c)
+
+    def shipped(self, state: State) -> list[tuple]:
+        """(fingerprint, kind, component) of each component of a state, in position order:
+        how --workers sends states (a peer that has a component needs only its fingerprint)."""
+        comps = self.fast._interned(state)[0]
+        fp, tags = self.fast.components.fp, self.fast.tags
+        return [(fp[id(x)], tags[i], x) for i, x in enumerate(comps)]
+
+    def learn(self, kind: int, component) -> None:
+        """Take a component a peer shipped, so that assemble() can name it by fingerprint."""
+        self.fast.components.intern(component, kind)
+
+    def assemble(self, fingerprints: tuple) -> State:
+        """The state whose components have these fingerprints (each learned or met before)."""
+        by_fp = self.fast.components.by_fp
+        return self.fast.join([by_fp[f] for f in fingerprints])
 
     def canonical(self, state: State) -> State:
         return self.spec.canonical(state)

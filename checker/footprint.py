@@ -19,67 +19,62 @@ rf+1 the ghost, rf+2 the budget, rf+2+b only broker b's `stalled` flag.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from kafkamc.spec.state import State
 
-_get = tuple.__getitem__
+_get: Callable[[tuple, int], Any] = tuple.__getitem__
+_evolve = vars(State)["__replace__"]  # State's own compiled replace (spec/state.py), on the first four items
 
 
 class RecordingState(State):
-    """A State whose component reads are noted in `_reads`; the states a step derives from
-    it (with_broker, replace) note into the same set."""
+    """A State whose component reads are noted in a set it carries after its four fields
+    (a fifth tuple item: no instance dict to build on every run); the states a step
+    derives from it (with_broker, replace) note into the same set."""
+
+    __slots__ = ()
 
     @staticmethod
     def of(state: tuple, reads: set) -> RecordingState:
-        rec = tuple.__new__(RecordingState, state)
-        rec.__dict__["_reads"] = reads
-        return rec
+        return tuple.__new__(RecordingState, (*state[:4], reads))
 
     @property
     def controller(self):
-        self._reads.add(0)
+        _get(self, 4).add(0)
         return _get(self, 0)
 
     @property
     def brokers(self):
         brokers = _get(self, 1)
-        self._reads.update(range(1, len(brokers) + 1))
+        _get(self, 4).update(range(1, len(brokers) + 1))
         return brokers
 
     @property
     def ghost(self):
-        self._reads.add(len(_get(self, 1)) + 1)
+        _get(self, 4).add(len(_get(self, 1)) + 1)
         return _get(self, 2)
 
     @property
     def budget(self):
-        self._reads.add(len(_get(self, 1)) + 2)
+        _get(self, 4).add(len(_get(self, 1)) + 2)
         return _get(self, 3)
 
     def broker(self, b: int):
-        self._reads.add(b)
+        _get(self, 4).add(b)
         return _get(self, 1)[b - 1]
 
     def is_stalled(self, b: int) -> bool:
-        self._reads.add(len(_get(self, 1)) + 2 + b)
+        _get(self, 4).add(len(_get(self, 1)) + 2 + b)
         return _get(self, 1)[b - 1].stalled
 
     def with_broker(self, b: int, broker) -> RecordingState:
         bs: list = list(_get(self, 1))
         bs[b - 1] = broker
-        return RecordingState.of((_get(self, 0), tuple(bs), _get(self, 2), _get(self, 3)), self._reads)
+        return tuple.__new__(RecordingState, (_get(self, 0), tuple(bs), _get(self, 2), _get(self, 3), _get(self, 4)))
 
     def __replace__(self, **changes) -> RecordingState:
-        items = dict(zip(State._fields, tuple.__iter__(self)))
-        for k, v in changes.items():
-            if k not in items:
-                raise TypeError(f"State has no field {k}")
-            items[k] = v
-        return RecordingState.of(tuple(items.values()), self._reads)
-
-
-def plain(state):
-    """The real State a recorded step returned (it may be the recording input itself)."""
-    return tuple.__new__(State, state) if type(state) is RecordingState else state
+        return tuple.__new__(RecordingState, (*_evolve(self, **changes), _get(self, 4)))
 
 
 def recorded(fn, cfg, state: State, *args) -> tuple:

@@ -119,14 +119,14 @@ def run_entry(entry: Entry, out_dir: Path | None = None) -> Outcome:
     run = run_check(entry.config, limits=limits, invariants=invariants)
     seconds = time.monotonic() - start
     r = run.result
-    if r.verdict == "violated":
+    if r.violation is not None:
         got = f"violates {r.violation.invariant} ({r.violation.length} steps)"
     else:
         got = r.verdict if r.verdict != "incomplete" else f"incomplete ({r.stop_reason})"
     ok = (
         (r.verdict == "holds")
         if entry.expect == "holds"
-        else (r.verdict == "violated" and r.violation.invariant == entry.invariant)
+        else (r.violation is not None and r.violation.invariant == entry.invariant)
     )
     outcome = Outcome(entry, run, seconds, ok, got)
     if entry.expect == "holds" and r.verdict == "violated" and out_dir is not None:
@@ -142,6 +142,7 @@ def _save_counterexample(run: CheckRun, entry: Entry, out_dir: Path) -> list:
     """An unexpected violation leaves its trace and an HTML rendering next to the report."""
     out_dir.mkdir(parents=True, exist_ok=True)
     base = out_dir / _slug(entry.name)
+    assert run.trace is not None  # a violation comes with its trace
     return [str(run.trace.save(base.with_suffix(".trace.json"))), str(write_html(run.trace, base.with_suffix(".html")))]
 
 

@@ -15,12 +15,15 @@ response it is given: far fewer distinct halves occur than whole exchanges.
 from __future__ import annotations
 
 from operator import itemgetter
+from typing import Any
 
 from kafkamc.checker.components import store
-from kafkamc.checker.footprint import plain, recorded
+from kafkamc.checker.footprint import RecordingState, recorded
 from kafkamc.spec.hw import observe
 from kafkamc.spec.rpc import RoundTrip
 from kafkamc.spec.state import State
+
+NOTHING: frozenset = frozenset()
 
 
 def _no_parts(parts) -> tuple:
@@ -37,38 +40,28 @@ class StepCache:
     Determinism makes that sound: states that agree on the key run the same way up to
     their first read outside it, so they all read outside it."""
 
-    __slots__ = ("reads", "key", "store")
+    __slots__ = ("reads", "key", "store", "halves")
 
     def __init__(self, reads=None) -> None:
         self.reads: frozenset | None = reads
         self.key = _no_parts if not reads else _getter(reads)
         self.store: dict = {}
+        self.halves: tuple | None = None  # a RoundTrip's (handle, receive) StepCaches; kept on a rekey
 
     def _rekey(self, reads: frozenset) -> None:
         self.reads, self.key, self.store = reads, _getter(reads) if reads else _no_parts, {}
 
-    def get(self, parts, arg=None):
-        out = self.store.get(self.key(parts) if arg is None else (self.key(parts), arg))
-        if out.__class__ is StepCache:
-            out = out.store.get(out.key(parts))
-        return out
-
-    def lookup(self, parts, arg) -> tuple:
-        """(the entry or None, the parts the level below keyed it on: none on the first level)."""
-        out = self.store.get((self.key(parts), arg))
-        if out.__class__ is StepCache:
-            return out.store.get(out.key(parts)), out.reads
-        return out, frozenset()
-
     def put(self, parts, value, reads: set, arg=None) -> None:
         """Store an outcome whose run read `reads` (the key shrinks to what every run read)."""
-        if self.reads is None or not self.reads <= reads:
-            self._rekey(frozenset(reads) if self.reads is None else self.reads & reads)
+        mine = self.reads
+        if mine is None or not mine <= reads:
+            mine = frozenset(reads) if mine is None else mine & reads
+            self._rekey(mine)
         key = self.key(parts) if arg is None else (self.key(parts), arg)
-        extra = reads - (self.reads or frozenset())
-        if not extra:
+        if len(reads) == len(mine):  # reads holds mine: they are equal
             store(self.store, key, value)
             return
+        extra = reads - mine
         sub = self.store.get(key)
         if sub.__class__ is not StepCache:
             sub = StepCache(frozenset())
@@ -94,97 +87,117 @@ class Outcomes:
         self.cfg = fast.cfg
         self.rf = fast.rf
         self.steps = fast.model.steps
-        self.halves: dict = {}  # (action, "handle" | "receive") -> StepCache
+        # What observe may read when the controller names leader l (0: none): the observe cache's key.
+        self.observe_reads = [
+            frozenset({0, self.rf + 1} | ({leader, self.rf + 2 + leader} if leader else set()))
+            for leader in range(self.rf + 1)
+        ]
 
-    def changes(self, comps: list, nxt: State, reads: set) -> list:
-        """[(position, interned component)] where nxt differs from comps; each position a step
+    def changes(self, comps: list, nxt: State, reads: set) -> tuple:
+        """((position, interned component), ...) where nxt (a State or a RecordingState: its
+        items are read directly, not recorded) differs from comps; each position a step
         replaced (even by an equal value) counts as read."""
         intern, tags = self.fast.components.intern, self.fast.tags
         out = []
-        for i, x in enumerate((nxt.controller, *nxt.brokers, nxt.ghost, nxt.budget)):
+        for i, x in enumerate((nxt[0], *nxt[1], nxt[2], nxt[3])):
             if x is not comps[i]:
                 reads.add(i)
                 x = intern(x, tags[i])
                 if x is not comps[i]:
                     out.append((i, x))
-        return out
+        return tuple(out)
 
-    def run(self, state: State, comps: list, parts: list, action) -> tuple:
-        """(outcomes, reads) of one action from a state made of interned comps."""
+    def run(self, sc: StepCache, state: State, comps: list, parts: list, action) -> tuple:
+        """(outcomes, reads) of one action (sc: its StepCache) from a state made of interned comps."""
         step = self.steps[type(action)]
-        if isinstance(step, RoundTrip):
-            return self._round_trip(step, state, comps, parts, action)
-        out, reads = recorded(step, self.cfg, state, action)
-        results = [] if out is None else [out] if isinstance(out, State) else list(out)
-        outcomes = tuple(self.fast.with_delta(comps, self.changes(comps, plain(nxt), reads)) for nxt in results)
-        return outcomes, reads
+        if step.__class__ is RoundTrip:
+            if sc.halves is None:
+                sc.halves = (StepCache(), StepCache())
+            return self._round_trip(step, sc.halves, state, comps, parts, action)
+        reads: set = set()
+        out = step(self.cfg, RecordingState.of(state, reads), action)
+        if out is None:
+            return (), reads
+        with_delta, changes = self.fast.with_delta, self.changes
+        if isinstance(out, State):
+            return (with_delta(comps, changes(comps, out, reads)),), reads
+        return tuple(with_delta(comps, changes(comps, nxt, reads)) for nxt in out), reads
 
-    def cached(self, sc: StepCache, state: State, comps: list, parts: list, action) -> tuple:
-        """The outcomes of an action through its StepCache (verify: recomputed and compared)."""
-        out = sc.get(parts)
+    def cached(self, sc: StepCache, state: State, comps: list, parts: list, action, out=None) -> tuple:
+        """The outcomes of an action through its StepCache, given what a lookup there found
+        (verify: recomputed and compared)."""
         if out is None or self.fast.verify:
-            computed, reads = self.run(state, comps, parts, action)
+            computed, reads = self.run(sc, state, comps, parts, action)
             if out is not None and out != computed:
                 raise AssertionError(f"cached outcome of {action} differs from the step function")
             sc.put(parts, computed, reads)
             out = computed
         return out
 
-    def _half(self, action, which: str) -> StepCache:
-        sc = self.halves.get((action, which))
-        if sc is None:
-            sc = self.halves[(action, which)] = StepCache()
-        return sc
-
-    def _round_trip(self, rt: RoundTrip, state: State, comps: list, parts: list, action) -> tuple:
+    def _round_trip(self, rt: RoundTrip, halves: tuple, state: State, comps: list, parts: list, action) -> tuple:
         """A step's halves, each through its own cache. The parts a cached half's entry was
         keyed on (both levels; the parts a half replaced are among them) are what the whole
         step read, with the request's."""
-        cfg, fast, rf = self.cfg, self.fast, self.rf
-        request, reads = recorded(rt.send, cfg, state, action)
+        cfg, fast = self.cfg, self.fast
+        reads: set = set()
+        request = rt.send(cfg, RecordingState.of(state, reads), action)
         if request is None:
             return (), reads
-        # The other side handles the request.
-        handle = self._half(action, "handle")
-        entry, below = handle.lookup(parts, request)
+        # The other side handles the request: (changes, response, the key parts they patch).
+        handle, receive = halves
+        entry: Any = handle.store.get((handle.key(parts), request))  # the entry, on either level
+        below = NOTHING
+        if entry.__class__ is StepCache:
+            entry, below = entry.store.get(entry.key(parts)), entry.reads
         if entry is None:
             (mid, response), below = recorded(rt.handle, cfg, state, action, request)
-            entry = (tuple(self.changes(comps, plain(mid), below)), response)
+            changed = self.changes(comps, mid, below)
+            entry = (changed, response, self._patch(changed))
             handle.put(parts, entry, below, request)
         reads |= handle.reads | below
-        changed, response = entry
-        mid_comps, mid_parts = list(comps), list(parts)
-        serial = fast.components.serial
-        for i, x in changed:
-            mid_comps[i] = x
-            mid_parts[i] = serial[id(x)]
-            if 1 <= i <= rf:
-                mid_parts[rf + 2 + i] = x.stalled
+        changed, response, patch = entry
+        mid_parts = parts.copy()
+        for p, v in patch:
+            mid_parts[p] = v
         # The sender handles the response.
-        receive = self._half(action, "receive")
-        after, below = receive.lookup(mid_parts, response)
+        after: Any = receive.store.get((receive.key(mid_parts), response))
+        below = NOTHING
+        if after.__class__ is StepCache:
+            after, below = after.store.get(after.key(mid_parts)), after.reads
         if after is None:
+            mid_comps = comps.copy()
+            for i, x in changed:
+                mid_comps[i] = x
             out, below = recorded(rt.receive, cfg, fast.join(mid_comps), action, response)
-            after = tuple(self.changes(mid_comps, plain(out), below))
+            after = self.changes(mid_comps, out, below)
             receive.put(mid_parts, after, below, response)
         reads |= receive.reads | below
-        for i, x in after:
-            mid_comps[i] = x
-        changes = [(i, x) for i, x in enumerate(mid_comps) if x is not comps[i]]
+        if not after:
+            return (fast.with_delta(comps, changed),), reads
+        final = dict(changed)
+        final.update(after)
+        changes = [(i, x) for i, x in sorted(final.items()) if x is not comps[i]]
         return (fast.with_delta(comps, changes),), reads
+
+    def _patch(self, changed: tuple) -> tuple:
+        """The key parts (checker/footprint.py) that changed components give new values."""
+        rf, serial = self.rf, self.fast.components.serial
+        out = [(i, serial[id(x)]) for i, x in changed]
+        out += [(rf + 2 + i, x.stalled) for i, x in changed if 1 <= i <= rf]
+        return tuple(out)
 
     def observed(self, comps: list):
         """The ghost after it observes the true leader of a state made of comps. Observation
         is cached on the controller, the broker it names leader and the ghost; every run
         checks that spec.hw.observe read nothing else."""
         fast, rf = self.fast, self.rf
-        c = comps[0]
-        out, reads = recorded(observe, self.cfg, fast.join(comps))
-        allowed = {0, rf + 1} | ({c.leader, rf + 2 + c.leader} if c.leader else set())
-        if not reads <= allowed:
+        reads: set = set()
+        out = observe(self.cfg, RecordingState.of(fast.join(comps), reads))
+        leader = comps[0].leader
+        if not reads <= self.observe_reads[leader]:
             raise AssertionError(
-                f"spec.hw.observe read state parts {sorted(reads - allowed)} beyond the "
+                f"spec.hw.observe read state parts {sorted(reads - self.observe_reads[leader])} beyond the "
                 "controller, the broker it names leader and the ghost, which the fast path "
                 "keys observations on (checker/outcomes.py)"
             )
-        return fast.components.intern(plain(out).ghost, fast.tags[rf + 1])
+        return fast.components.intern(out[2], fast.tags[rf + 1])  # its ghost (read, not recorded)

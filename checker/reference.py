@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from kafkamc.checker.codec import fingerprint
 from kafkamc.checker.contract import Model
+from kafkamc.checker.level import limit_reached
 from kafkamc.checker.search import Limits, Result, Violation, progress_stats, verdict_of
 
 
@@ -95,11 +96,8 @@ def explore_reference(
             if progress is not None and now - last_report >= 1.0:
                 progress(progress_stats(len(parent), generated, len(queue), max_depth, now - start))
                 last_report = now
-            if limits.time_limit is not None and now - start >= limits.time_limit:
-                stop_reason = f"time limit {limits.time_limit:g}s"
-                break
-            if limits.max_states is not None and len(parent) >= limits.max_states:
-                stop_reason = f"max states {limits.max_states}"
+            stop_reason = limit_reached(limits, len(parent), start)
+            if stop_reason is not None:
                 break
     except KeyboardInterrupt:
         stop_reason = "interrupted"

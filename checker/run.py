@@ -157,6 +157,7 @@ def run_check(
         elif spark is None and workers > 1:
             from kafkamc.checker.workers import explore_workers
 
+            assert isinstance(model, FastModel)  # workers ship fingerprints: the fast model only
             result = explore_workers(
                 model,
                 suite,

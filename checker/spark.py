@@ -48,9 +48,8 @@ from functools import partial
 from kafkamc.checker.codec import encode, state_from_key  # noqa: F401 (state_from_key: tests)
 from kafkamc.checker.fast import FastModel as Model
 from kafkamc.checker.keys import AFTER_EVERY_STEP as _AFTER_EVERY_STEP
-from kafkamc.checker.keys import decode_key
-from kafkamc.checker.keys import index_bytes as _index_bytes
-from kafkamc.checker.search import Limits, Result, Violation, replay_path, verdict_of
+from kafkamc.checker.level import Findings, initial_level, result_from_keys, smaller, time_is_up
+from kafkamc.checker.search import Limits, Result, progress_stats
 
 # Re-exported as well as used: callers and tests import SparkUnavailable, SparkJobFailed,
 # spark_context, build_package_zip, ship_package, PACKAGES, FaultInjection, Part and _Task
@@ -68,11 +67,9 @@ from kafkamc.checker.spark_context import (  # noqa: F401
 from kafkamc.checker.spark_tasks import (  # noqa: F401
     FaultInjection,
     Part,
-    _add_counters,
     _count_new_until,
     _count_steps_until,
     _expand,
-    _first,
     _frontier_keys,
     _has_successor,
     _initial_part,
@@ -82,15 +79,6 @@ from kafkamc.checker.spark_tasks import (  # noqa: F401
     _Task,
 )
 from kafkamc.spec.config import Config
-from kafkamc.spec.state import State
-
-# ---------------------------------------------------------------- states as bytes
-
-
-def _fingerprint_and_bytes(model: Model, state: State) -> tuple[int, bytes]:
-    """The model's fingerprint (the same in every process) and the bytes that carry the state."""
-    return model.fingerprint(state), encode(state)
-
 
 # ---------------------------------------------------------------- the driver
 
@@ -148,7 +136,7 @@ class _SparkBFS:
         self.min_key: bytes | None = None  # the first state of the frontier, in BFS order
         self.coverage: Counter = Counter()
         self.stop_reason: str | None = None
-        self.violation: tuple | None = None  # (invariant, kind, key)
+        self.violation: tuple | None = None  # (key, invariant, kind)
         self.reached_all = False
         self.cached: list = []  # the parts RDDs still cached, oldest first
         self.start = time.monotonic()
@@ -190,19 +178,11 @@ class _SparkBFS:
 
     def _initial_level(self):
         """The initial states, on the driver, taken exactly as the local explorer takes them."""
-        seen, entries = set(), []
-        for i, s in enumerate(self.model.initial_states()):
-            self.generated += 1
-            fp, data = _fingerprint_and_bytes(self.model, s)
-            if fp in seen:
-                continue
-            seen.add(fp)
-            self.distinct += 1
-            bad = self.suite.check_state(s)
-            if bad:
-                self.violation = (bad, "state", _index_bytes(i))
-                return None
-            entries.append((fp, (_index_bytes(i), fp, data)))
+        initial, self.generated, self.violation = initial_level(self.model, self.suite)
+        self.distinct = len(initial) + (self.violation is not None)
+        if self.violation is not None:
+            return None
+        entries = [(fp, (key, fp, encode(s))) for fp, key, s in initial]
         self.queue = len(entries)
         self.min_key = min((key for _, (key, _, _) in entries), default=None)
         parts = (
@@ -219,8 +199,9 @@ class _SparkBFS:
                 if any(self._collect(parts.mapPartitions(partial(_has_successor, self.base)))):
                     self.stop_reason = f"max depth {self.limits.max_depth}"
                 return
-            if self.limits.time_limit is not None and time.monotonic() - self.start >= self.limits.time_limit:
-                self.stop_reason = f"time limit {self.limits.time_limit:g}s"
+            # The state limit is met inside a level, where the local explorer meets it.
+            self.stop_reason = time_is_up(self.limits, self.start)
+            if self.stop_reason is not None:
                 return
             level += 1
             began = time.monotonic()
@@ -244,12 +225,14 @@ class _SparkBFS:
         )
         nxt = self._keep(nxt, task.level)
         stats = self._collect(nxt.map(_stats_of))
-        totals = _add_counters(stats)
-        totals["new"] = sum(s["new"] for s in stats)
-        totals["min_key"] = min((s["min_key"] for s in stats if s["min_key"] is not None), default=None)
-        totals["state_bad"] = None
+        totals = {
+            "found": Findings.total(s["found"] for s in stats),
+            "new": sum(s["new"] for s in stats),
+            "min_key": min((s["min_key"] for s in stats if s["min_key"] is not None), default=None),
+            "state_bad": None,
+        }
         for s in stats:
-            totals["state_bad"] = _first(totals["state_bad"], s["state_bad"])
+            totals["state_bad"] = smaller(totals["state_bad"], s["state_bad"])
         return nxt, totals
 
     def _keep(self, rdd, level: int):
@@ -282,12 +265,13 @@ class _SparkBFS:
     def _stop_in_level(self, nxt, totals: dict) -> _Stop | None:
         """The first event of this level, in local BFS order, that ends the search."""
         found = []
-        if totals["action_bad"]:
-            key, name = totals["action_bad"]
+        reach = totals["found"].reach
+        if totals["found"].action_bad:
+            key, name = totals["found"].action_bad
             found.append(_Stop(key, 0, "action", name))
         remaining = self.targets - set(self.witnesses)
-        if remaining and remaining <= set(totals["reach"]):
-            found.append(_Stop(max(totals["reach"][n] for n in remaining), 1, "reached"))
+        if remaining and remaining <= set(reach):
+            found.append(_Stop(max(reach[n] for n in remaining), 1, "reached"))
         if totals["state_bad"]:
             key, name = totals["state_bad"]
             found.append(_Stop(key, 2, "state", name))
@@ -298,8 +282,9 @@ class _SparkBFS:
     def _max_states_key(self, nxt) -> bytes:
         """The local explorer checks the state limit after each parent: it stops after the parent
         of the state that reaches the limit (after the first parent, if already there)."""
-        need = self.limits.max_states - self.distinct
+        need = (self.limits.max_states or 0) - self.distinct
         if need <= 0:
+            assert self.min_key is not None  # the limit is reached: a state was kept
             parent = self.min_key
         else:
             parent = self._job(nxt.flatMap(_frontier_keys).takeOrdered, need)[-1][:-2]
@@ -307,14 +292,14 @@ class _SparkBFS:
 
     def _take_level(self, level: int, totals: dict) -> int:
         """Count the whole level; returns its number of new states."""
-        self.generated += totals["generated"]
-        self.coverage.update(totals["coverage"])
+        self.generated += totals["found"].generated
+        self.coverage.update(totals["found"].coverage)
         self.distinct += totals["new"]
         self.queue = totals["new"]
         self.min_key = totals["min_key"]
         if totals["new"]:
             self.depth = level
-        self._take_witnesses(totals["reach"], lambda key: True)
+        self._take_witnesses(totals["found"].reach, lambda key: True)
         return totals["new"]
 
     def _take_until(self, level: int, parents, nxt, totals: dict, stop: _Stop) -> int:
@@ -328,9 +313,11 @@ class _SparkBFS:
         self.queue = 0
         if new:
             self.depth = level
-        self._take_witnesses(totals["reach"], lambda key: key < stop.key or (stop.counts_reach and key == stop.key))
+        self._take_witnesses(
+            totals["found"].reach, lambda key: key < stop.key or (stop.counts_reach and key == stop.key)
+        )
         if stop.kind in ("action", "state"):
-            self.violation = (stop.invariant, stop.kind, stop.key)
+            self.violation = (stop.key, stop.invariant, stop.kind)
         elif stop.kind == "reached":
             self.reached_all = True
         else:
@@ -349,45 +336,22 @@ class _SparkBFS:
     def _report(self, final: bool = False, level: int | None = None, new: int = 0, seconds: float = 0.0) -> None:
         if self.progress is None:
             return
-        elapsed = time.monotonic() - self.start
-        self.progress(
-            {
-                "distinct": self.distinct,
-                "generated": self.generated,
-                "queue": self.queue,
-                "depth": self.depth,
-                "elapsed": elapsed,
-                "rate": self.distinct / elapsed if elapsed > 0 else 0.0,
-                "final": final,
-                "level": level,
-                "new": new,
-                "level_seconds": seconds,
-                "level_rate": new / seconds if seconds > 0 else 0.0,
-            }
+        stats = progress_stats(
+            self.distinct, self.generated, self.queue, self.depth, time.monotonic() - self.start, final
         )
-
-    def _trace(self, key: bytes) -> list:
-        init, steps = decode_key(key)
-        return replay_path(self.model, init, steps)
+        stats.update(level=level, new=new, level_seconds=seconds, level_rate=new / seconds if seconds > 0 else 0.0)
+        self.progress(stats)
 
     def _result(self) -> Result:
-        violation = None
-        if self.violation is not None:
-            name, kind, key = self.violation
-            violation = Violation(name, kind, self._trace(key))
-        verdict = verdict_of(violation, bool(self.targets) and self.reached_all, self.stop_reason)
-        reached = {name: self._trace(key) for name, key in self.witnesses.items()}
-        return Result(
-            verdict,
-            "bfs",
-            self.distinct,
-            self.generated,
-            self.depth,
-            time.monotonic() - self.start,
+        return result_from_keys(
+            self.model,
+            (self.distinct, self.generated, self.depth),
+            self.start,
             self.stop_reason,
-            violation,
+            self.violation,
+            self.witnesses,
+            bool(self.targets) and self.reached_all,
             self.coverage,
-            reached,
         )
 
     def _cleanup(self) -> None:

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from kafkamc.checker.codec import decode, encode
 from kafkamc.checker.fast import FastModel as Model
-from kafkamc.checker.keys import index_bytes as _index_bytes
+from kafkamc.checker.level import Findings, expand_part
 from kafkamc.spec.config import Config
 
 # ---------------------------------------------------------------- what runs on the executors
@@ -96,57 +96,43 @@ def _owner(fp: int) -> int:
 
 def _expand(task: _Task, split: int, parts: Iterator[Part]) -> Iterator[tuple]:
     """Successors of this partition's frontier as (child fp, (key, bytes, violated state
-    invariant)), then one (split, (None, counters)) record, which the shuffle routes back to
-    partition `split`: counters that travel with the data are exact even when tasks re-run,
+    invariant)), then one (split, (None, Findings)) record, which the shuffle routes back to
+    partition `split`: findings that travel with the data are exact even when tasks re-run,
     unlike accumulators updated in transformations."""
     model, suite = _tools(task)
-    check_state, check_step = suite.check_state, suite.check_step
-    reach = [(name, fn) for name, fn in suite.reach_functions() if name in task.unreached]
-    generated, coverage = 0, Counter[str]()
-    action_bad = None  # (key, invariant) of the first step that breaks an action property
-    witnesses: dict = {}  # reachability property -> key of the first step showing it
-    for part in parts:
-        for path, data in part.frontier:
-            state = decode(data)
-            for index, (action, nxt, fp) in enumerate(model.expand(state)):
-                key = path + _index_bytes(index)
-                generated += 1
-                coverage[type(action).__name__] += 1
-                bad = check_step(state, nxt)
-                if bad and (action_bad is None or key < action_bad[0]):
-                    action_bad = (key, bad)
-                for name, fn in reach:
-                    if fn(state, nxt) and (name not in witnesses or key < witnesses[name]):
-                        witnesses[name] = key
-                yield fp, (key, encode(nxt), check_state(nxt))
+    check_state = suite.check_state
+    found = Findings()
+    frontier = ((path, decode(data)) for part in parts for path, data in part.frontier)
+    for fp, key, nxt in expand_part(model, frontier, suite, task.unreached, found):
+        yield fp, (key, encode(nxt), check_state(nxt))
     _maybe_fail(task, split, "expand")
-    yield split, (None, {"generated": generated, "coverage": coverage, "action_bad": action_bad, "reach": witnesses})
+    yield split, (None, found)
 
 
 def _merge(task: _Task, split: int, items: Iterator) -> Iterator[Part]:
     """Partition `split` of parts.union(successors): the previous Part, then the successor
-    records and expand counters this partition owns; yields the next level's Part."""
+    records and expand findings this partition owns; yields the next level's Part."""
     old = None
     best: dict = {}  # fp -> (key, bytes, bad) of its first arrival (smallest key)
-    counters = []
+    found = []
     for item in items:
         if isinstance(item, Part):
             old = item
             continue
         fp, value = item
         if value[0] is None:
-            counters.append(value[1])
+            found.append(value[1])
         elif fp not in best or value[0] < best[fp][0]:
             best[fp] = value
     if old is None:
         raise RuntimeError(f"partition {split} has no visited set: the union is not co-partitioned")
     fresh = sorted((v[0], fp, v[1], v[2]) for fp, v in best.items() if not _contains(old.visited, fp))
-    stats = _add_counters(counters)
-    stats.update(
-        new=len(fresh),
-        min_key=fresh[0][0] if fresh else None,
-        state_bad=next(((key, bad) for key, _, _, bad in fresh if bad), None),
-    )
+    stats = {
+        "found": Findings.total(found),
+        "new": len(fresh),
+        "min_key": fresh[0][0] if fresh else None,
+        "state_bad": next(((key, bad) for key, _, _, bad in fresh if bad), None),
+    }
     _maybe_fail(task, split, "merge")
     yield Part(
         _merged(old.visited, sorted(fp for _, fp, _, _ in fresh)), [(key, data) for key, _, data, _ in fresh], stats
@@ -163,25 +149,6 @@ def _merged(sorted_fps: array, new_sorted: list) -> array:
         return sorted_fps
     # Two sorted runs one after the other: timsort merges them in linear time.
     return array("Q", sorted(chain(sorted_fps, new_sorted)))
-
-
-def _add_counters(counters) -> dict:
-    out: dict = {"generated": 0, "coverage": Counter(), "action_bad": None, "reach": {}}
-    for c in counters:
-        out["generated"] += c["generated"]
-        out["coverage"].update(c["coverage"])
-        out["action_bad"] = _first(out["action_bad"], c["action_bad"])
-        for name, key in c["reach"].items():
-            if name not in out["reach"] or key < out["reach"][name]:
-                out["reach"][name] = key
-    return out
-
-
-def _first(a: tuple | None, b: tuple | None) -> tuple | None:
-    """Of two (key, ...) pairs, the one with the smaller key; None is absent."""
-    if a is None or (b is not None and b[0] < a[0]):
-        return b
-    return a
 
 
 def _initial_part(items: Iterator) -> Iterator[Part]:

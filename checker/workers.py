@@ -37,10 +37,17 @@ from collections.abc import Callable
 from queue import Empty
 
 from kafkamc.checker.contract import SearchModel
-from kafkamc.checker.keys import decode_key, index_bytes
-from kafkamc.checker.search import Limits, Result, Violation, replay_path, verdict_of
+from kafkamc.checker.level import (
+    Findings,
+    expand_part,
+    first_violation,
+    initial_level,
+    limit_reached,
+    result_from_keys,
+    smaller,
+)
+from kafkamc.checker.search import Limits, Result, progress_stats
 from kafkamc.checker.visited import FingerprintSet
-from kafkamc.spec.state import State
 
 PEER_TIMEOUT_S = 600.0  # a peer that sends nothing for this long has died
 
@@ -64,8 +71,6 @@ class _Worker:
         self.visited = FingerprintSet()
         self.frontier: list = []  # (key, State) of the newest level this worker owns
         self.sent: list[set] = [set() for _ in range(n)]  # component fingerprints each peer already has
-        self.fast = model.fast
-        self.tags = model.fast.tags
 
     def start(self, entries: list) -> dict:
         """The initial states this worker owns: (fp, key, state), already deduplicated."""
@@ -78,44 +83,22 @@ class _Worker:
         """Expand this worker's frontier, exchange successors with the peers, keep the new.
         Past the deadline (a time limit) the expansion stops early: the level is cut short."""
         unreached, deadline = args
-        model, suite, w, n = self.model, self.suite, self.w, self.n
-        quiet = suite.quiet_step(unreached) if suite is not None else (lambda p, s: True)
-        reach = [(name, fn) for name, fn in suite.reach_functions() if name in unreached] if suite else []
-        check_step = suite.check_step if suite is not None else (lambda p, s: None)
+        model, w, n = self.model, self.w, self.n
         mine: dict = {}  # fp -> (key, state) for states this worker owns
         out: list = [{} for _ in range(n)]
-        fired: Counter = Counter()
-        generated = 0
-        action_bad = None  # (key, invariant)
-        witnesses: dict = {}
+        found = Findings()
         seen, owner_of = self.visited.__contains__, model.owner_key
-        cut = False
-        for done, (key, state) in enumerate(self.frontier):
-            if deadline is not None and done & 0xFF == 0 and time.monotonic() >= deadline:
-                cut = True
-                break
-            for index, action, nxt, fp, _ in model.transitions(state):
-                generated += 1
-                fired[type(action)] += 1
-                if not quiet(state, nxt):
-                    k = key + index_bytes(index)
-                    bad = check_step(state, nxt)
-                    if bad and (action_bad is None or k < action_bad[0]):
-                        action_bad = (k, bad)
-                    for name, fn in reach:
-                        if fn(state, nxt) and (name not in witnesses or k < witnesses[name]):
-                            witnesses[name] = k
-                owner = owner_of(nxt) % n
-                if owner == w:
-                    if seen(fp):
-                        continue
-                    box = mine
-                else:
-                    box = out[owner]
-                k = key + index_bytes(index)
-                known = box.get(fp)
-                if known is None or k < known[0]:
-                    box[fp] = (k, nxt)
+        for fp, k, nxt in expand_part(model, self.frontier, self.suite, unreached, found, deadline):
+            owner = owner_of(nxt) % n
+            if owner == w:
+                if seen(fp):
+                    continue
+                box = mine
+            else:
+                box = out[owner]
+            known = box.get(fp)
+            if known is None or k < known[0]:
+                box[fp] = (k, nxt)
         self.frontier = []
         for peer in range(n):
             if peer != w:
@@ -127,54 +110,41 @@ class _Worker:
                 raise WorkerFailed(f"worker {w}: no word from a peer for {PEER_TIMEOUT_S:g}s") from None
             self._unpack(items, mine)
         new, state_bad = 0, None
-        check_state = suite.check_state if suite is not None else (lambda s: None)
+        check_state = self.suite.check_state if self.suite is not None else (lambda s: None)
         for fp, (k, state) in mine.items():
             if not self.visited.add(fp):
                 continue
             new += 1
             bad = check_state(state)
-            if bad and (state_bad is None or k < state_bad[0]):
-                state_bad = (k, bad)
+            if bad:
+                state_bad = smaller(state_bad, (k, bad))
             self.frontier.append((k, state))
-        return {
-            "generated": generated,
-            "new": new,
-            "coverage": {t.__name__: c for t, c in fired.items()},
-            "action_bad": action_bad,
-            "state_bad": state_bad,
-            "reach": witnesses,
-            "visited_bytes": self.visited.nbytes,
-            "cut": cut,
-        }
+        return {"found": found, "new": new, "state_bad": state_bad, "visited_bytes": self.visited.nbytes}
 
     def _pack(self, peer: int, box: dict) -> tuple:
         """(components the peer lacks, [(fp, key, component fingerprints), ...])."""
-        fps_of, sent, tags = self.fast.fingerprints, self.sent[peer], self.tags
+        shipped, sent = self.model.shipped, self.sent[peer]
         components, states = [], []
         for fp, (k, state) in box.items():
-            cfps = fps_of(state)
-            for i, comp in enumerate((state.controller, *state.brokers, state.ghost, state.budget)):
-                if cfps[i] not in sent:
-                    sent.add(cfps[i])
-                    components.append((tags[i], comp))
-            states.append((fp, k, cfps))
+            parts = shipped(state)
+            for cfp, kind, comp in parts:
+                if cfp not in sent:
+                    sent.add(cfp)
+                    components.append((kind, comp))
+            states.append((fp, k, tuple(cfp for cfp, _, _ in parts)))
         return components, states
 
     def _unpack(self, items: tuple, mine: dict) -> None:
         components, states = items
-        intern = self.fast.components.intern
-        for tag, comp in components:
-            intern(comp, tag)
-        by_fp, rf, seen = self.fast.components.by_fp, self.model.config.rf, self.visited.__contains__
+        learn, assemble, seen = self.model.learn, self.model.assemble, self.visited.__contains__
+        for kind, comp in components:
+            learn(kind, comp)
         for fp, k, cfps in states:
             if seen(fp):
                 continue
             known = mine.get(fp)
             if known is None or k < known[0]:
-                state = State(
-                    by_fp[cfps[0]], tuple(by_fp[f] for f in cfps[1 : rf + 1]), by_fp[cfps[rf + 1]], by_fp[cfps[rf + 2]]
-                )
-                mine[fp] = (k, state)
+                mine[fp] = (k, assemble(cfps))
 
 
 def _serve(w: int, n: int, model, suite, inboxes: list, conn) -> None:
@@ -248,7 +218,7 @@ class _Coordinator:
         self.coverage: Counter = Counter()
         self.unreached = [name for name, _ in checks.reach_functions()] if checks is not None else []
         self.witnesses: dict = {}  # name -> key
-        self.violation = None  # (key, invariant, kind)
+        self.violation: tuple | None = None  # (key, invariant, kind)
         self.stop_reason = None
         self.visited_bytes = 0
 
@@ -276,111 +246,74 @@ class _Coordinator:
         return self._result()
 
     def _initial(self) -> bool:
-        model, checks = self.model, self.checks
-        seen: set = set()
-        entries: list[list] = [[] for _ in range(self.n)]
-        for i, s in enumerate(model.initial_states()):
-            self.generated += 1
-            fp = model.fingerprint(s)
-            if fp in seen:
-                continue
-            seen.add(fp)
-            self.distinct += 1
-            bad = checks.check_state(s) if checks is not None else None
-            if bad:
-                self.violation = (index_bytes(i), bad, "state")
-                return False
-            entries[model.owner_key(s) % self.n].append((fp, index_bytes(i), s))
-        self.frontier = sum(r["frontier"] for r in self._all("start", entries))
+        model, n = self.model, self.n
+        entries, self.generated, self.violation = initial_level(model, self.checks)
+        self.distinct = len(entries) + (self.violation is not None)
+        if self.violation is not None:
+            return False
+        shares: list[list] = [[] for _ in range(n)]
+        for fp, key, s in entries:
+            shares[model.owner_key(s) % n].append((fp, key, s))
+        self.frontier = sum(r["frontier"] for r in self._all("start", shares))
         return True
 
     def _stopping(self) -> bool:
-        limits = self.limits
         if self.stop_when_reached and not self.targets:
             return True
-        if limits.max_depth is not None and self.depth >= limits.max_depth:
-            self.stop_reason = f"max depth {limits.max_depth}"
+        if self.limits.max_depth is not None and self.depth >= self.limits.max_depth:
+            self.stop_reason = f"max depth {self.limits.max_depth}"
             return True
-        if limits.max_states is not None and self.distinct >= limits.max_states:
-            self.stop_reason = f"max states {limits.max_states}"
-            return True
-        if limits.time_limit is not None and time.monotonic() - self.start >= limits.time_limit:
-            self.stop_reason = f"time limit {limits.time_limit:g}s"
-            return True
-        return False
+        self.stop_reason = limit_reached(self.limits, self.distinct, self.start)
+        return self.stop_reason is not None
 
     def _level(self) -> None:
         limit = self.limits.time_limit
         deadline = None if limit is None else self.start + limit
-        replies = self._all("level", [(list(self.unreached), deadline)] * self.n)
-        if any(r["cut"] for r in replies):
+        replies = self._all("level", [(tuple(self.unreached), deadline)] * self.n)
+        found = Findings.total(r["found"] for r in replies)
+        if found.cut:
             self.stop_reason = f"time limit {limit:g}s"
         new = sum(r["new"] for r in replies)
-        self.generated += sum(r["generated"] for r in replies)
+        self.generated += found.generated
         self.distinct += new
         self.visited_bytes = sum(r["visited_bytes"] for r in replies)
-        for r in replies:
-            self.coverage.update(r["coverage"])
+        self.coverage.update(found.coverage)
         for name in list(self.unreached):
-            keys = [r["reach"][name] for r in replies if name in r["reach"]]
-            if keys:
-                self.witnesses[name] = min(keys)
+            if name in found.reach:
+                self.witnesses[name] = found.reach[name]
                 self.unreached.remove(name)
                 self.targets.discard(name)
-        # At one key, the step is checked before the state it leads to.
-        found = [
-            (r[kind][0], order, r[kind][1], label)
-            for r in replies
-            for order, (kind, label) in enumerate((("action_bad", "action"), ("state_bad", "state")))
-            if r[kind]
-        ]
-        if found:
-            key, _, name, kind = min(found)
-            self.violation = (key, name, kind)
+        state_bad = None
+        for r in replies:
+            state_bad = smaller(state_bad, r["state_bad"])
+        self.violation = first_violation(found.action_bad, state_bad)
+        if self.violation is not None:
+            key = self.violation[0]
             # The single-process search stops there: what it would meet later does not count.
             for name in [m for m, k in self.witnesses.items() if k > key and len(k) == len(key)]:
                 del self.witnesses[name]
         if new:
             self.depth += 1
-        self.frontier = new if not found and self.stop_reason is None else 0
+        self.frontier = new if self.violation is None and self.stop_reason is None else 0
         if self.progress is not None:
             self.progress(self._stats())
 
     def _stats(self, final: bool = False) -> dict:
-        el = time.monotonic() - self.start
-        return {
-            "distinct": self.distinct,
-            "generated": self.generated,
-            "queue": self.frontier,
-            "depth": self.depth,
-            "elapsed": el,
-            "rate": self.distinct / el if el > 0 else 0.0,
-            "final": final,
-        }
-
-    def _trace(self, key: bytes) -> list:
-        init, steps = decode_key(key)
-        return replay_path(self.model, init, steps)
+        return progress_stats(
+            self.distinct, self.generated, self.frontier, self.depth, time.monotonic() - self.start, final
+        )
 
     def _result(self) -> Result:
-        reached = {name: self._trace(key) for name, key in self.witnesses.items()}
-        violation = None
-        if self.violation is not None:
-            key, name, kind = self.violation
-            violation = Violation(name, kind, self._trace(key))
-        verdict = verdict_of(violation, bool(self.stop_when_reached) and not self.targets, self.stop_reason)
         if self.progress is not None:
             self.progress(self._stats(final=True))
-        return Result(
-            verdict,
-            "bfs",
-            self.distinct,
-            self.generated,
-            self.depth,
-            time.monotonic() - self.start,
+        return result_from_keys(
+            self.model,
+            (self.distinct, self.generated, self.depth),
+            self.start,
             self.stop_reason,
-            violation,
+            self.violation,
+            self.witnesses,
+            self.stop_when_reached and not self.targets,
             self.coverage,
-            reached,
-            visited_bytes=self.visited_bytes,
+            self.visited_bytes,
         )

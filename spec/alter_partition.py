@@ -7,7 +7,6 @@ controller's validation in ReplicationControlManager (spec/controller.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -61,27 +60,30 @@ def may_join(cfg: Config, br: Broker, f: int) -> bool:
     return view >= br.hw
 
 
-def alter_partition_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> Iterator:
+def alter_partition_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> list[AlterPartition]:
     """Proposals the leader's own view already rules out are left out (a follower it sees
     caught up is never dropped, one behind never added): a third of the candidates
     otherwise. The step checks every guard again."""
     if not br.alive or br.leader != b or br.pending or br.alter is not None:
-        return
-    shrinks_left = u.of(ISR_SHRINKS.name) < cfg.bound(ISR_SHRINKS)
+        return []
+    shrinks_left = cfg.allows(u, ISR_SHRINKS)
     current = members(br.isr)
+    out = []
     for f in cfg.brokers:
         if f == b:
             continue
         if f in current:
             if shrinks_left and behind(br, f):
-                yield AlterPartition(b, tuple(m for m in current if m != f))
+                out.append(AlterPartition(b, tuple(m for m in current if m != f)))
         elif may_join(cfg, br, f):
-            yield AlterPartition(b, tuple(sorted(current + (f,))))
+            out.append(AlterPartition(b, tuple(sorted(current + (f,)))))
+    return out
 
 
-def alter_partition_response_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> Iterator:
+def alter_partition_response_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
     if br.alive and br.leader == b and br.alter is not None:
-        yield HandleAlterPartitionResponse(b)
+        return (HandleAlterPartitionResponse(b),)
+    return ()
 
 
 def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | None:
@@ -99,7 +101,7 @@ def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | Non
     budget = state.budget
     added_bepoch = 0
     if removed:
-        if not may_drop(cfg, state, br, members(removed)[0]) or budget.of(ISR_SHRINKS.name) >= cfg.bound(ISR_SHRINKS):
+        if not may_drop(cfg, state, br, members(removed)[0]) or not cfg.allows(budget, ISR_SHRINKS):
             return None
         budget = budget.spend(ISR_SHRINKS.name)
     elif added:

@@ -5,7 +5,6 @@ fenceStaleBroker and the heartbeat handling on the controller).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -56,29 +55,27 @@ class BrokerHeartbeat:
     broker: int
 
 
-def restart_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> Iterator:
+def restart_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
+    return () if br.alive else (BrokerRestart(b),)
+
+
+def crash_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> list[BrokerCrash]:
     if not br.alive:
-        yield BrokerRestart(b)
+        return []
+    out = [BrokerCrash(b)] if cfg.allows(u, CRASHES) else []
+    if cfg.allows(u, UNCLEAN_CRASHES):
+        out += [BrokerCrash(b, keep) for keep in range(br.leo + 1)]
+    return out
 
 
-def crash_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> Iterator:
-    if not br.alive:
-        return
-    if u.of(CRASHES.name) < cfg.bound(CRASHES):
-        yield BrokerCrash(b)
-    if u.of(UNCLEAN_CRASHES.name) < cfg.bound(UNCLEAN_CRASHES):
-        for keep in range(br.leo + 1):
-            yield BrokerCrash(b, keep)
+def fence_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
+    if br.alive and c.registered & bit(b) and cfg.allows(u, FENCES):
+        return (ControllerFenceBroker(b),)
+    return ()
 
 
-def fence_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> Iterator:
-    if br.alive and c.registered & bit(b) and u.of(FENCES.name) < cfg.bound(FENCES):
-        yield ControllerFenceBroker(b)
-
-
-def heartbeat_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> Iterator:
-    if br.alive and not c.registered & bit(b):
-        yield BrokerHeartbeat(b)
+def heartbeat_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
+    return (BrokerHeartbeat(b),) if br.alive and not c.registered & bit(b) else ()
 
 
 def broker_crash(cfg: Config, state: State, a: BrokerCrash) -> State | None:
@@ -91,12 +88,12 @@ def broker_crash(cfg: Config, state: State, a: BrokerCrash) -> State | None:
     if not br.alive:
         return None
     if a.keep is None:
-        if budget.of(CRASHES.name) >= cfg.bound(CRASHES):
+        if not cfg.allows(budget, CRASHES):
             return None
         budget = budget.spend(CRASHES.name)
         log, cache, hw = br.log, br.cache, br.hw
     else:
-        if budget.of(UNCLEAN_CRASHES.name) >= cfg.bound(UNCLEAN_CRASHES) or not 0 <= a.keep <= br.leo:
+        if not cfg.allows(budget, UNCLEAN_CRASHES) or not 0 <= a.keep <= br.leo:
             return None
         budget = budget.spend(UNCLEAN_CRASHES.name)
         log, cache = truncate(br.log, br.cache, a.keep)
@@ -123,7 +120,7 @@ def controller_fence_broker(cfg: Config, state: State, a: ControllerFenceBroker)
     b = a.broker
     if not state.broker(b).alive or not state.controller.registered & bit(b):
         return None
-    if state.budget.of(FENCES.name) >= cfg.bound(FENCES):
+    if not cfg.allows(state.budget, FENCES):
         return None
     return fence(cfg, replace(state, budget=state.budget.spend(FENCES.name)), b)
 

@@ -56,6 +56,7 @@ class Config:
             default = f.default_factory() if f.default is MISSING else f.default  # type: ignore[operator]
             object.__setattr__(self, f.name, settings.get(f.name, default))
         object.__setattr__(self, "limits", tuple((b.name, values[b.name]) for b in BOUNDS))
+        object.__setattr__(self, "_values", dict(self.limits))  # bound(): one lookup, not a scan
 
     def __getattr__(self, name: str) -> int:
         """cfg.max_records and every other bound's setting."""
@@ -65,12 +66,17 @@ class Config:
                     return value
         raise AttributeError(name)
 
+    def allows(self, budget, b: Bound) -> bool:
+        """Whether a path that spent `budget` may spend one more of bound b."""
+        name, limit = b.name, self.__dict__["_values"][b.name]
+        for spent, n in budget.spent:  # Budget.of, inlined: the candidates ask this on every miss
+            if spent == name:
+                return n < limit
+        return 0 < limit
+
     def bound(self, b: Bound) -> int:
         """The value of one bound in this configuration."""
-        for name, value in self.limits:
-            if name == b.name:
-                return value
-        raise KeyError(b.name)
+        return self.__dict__["_values"][b.name]
 
     @property
     def brokers(self) -> tuple[int, ...]:

@@ -8,7 +8,6 @@ response), KIP-320 (current leader epoch fencing), KIP-903 (broker epoch in fetc
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -54,26 +53,29 @@ class ReplicaStall:
     follower: int
 
 
-def offsets_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> Iterator:
+def offsets_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
     """A follower that must truncate first asks OffsetsForLeaderEpoch."""
     if br.alive and br.leader not in (NO_LEADER, b) and br.truncating:
-        yield OffsetsForLeaderEpoch(b, br.leader)
+        return (OffsetsForLeaderEpoch(b, br.leader),)
+    return ()
 
 
-def fetch_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> Iterator:
+def fetch_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
     if br.alive and br.leader not in (NO_LEADER, b) and not br.truncating:
-        yield Fetch(b, br.leader)
+        return (Fetch(b, br.leader),)
+    return ()
 
 
-def stall_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> Iterator:
+def stall_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
     if (
         br.alive
         and br.leader not in (NO_LEADER, b)
         and not br.stalled
         and c.isr & bit(b)
-        and u.of(ISR_SHRINKS.name) < cfg.bound(ISR_SHRINKS)
+        and cfg.allows(u, ISR_SHRINKS)
     ):
-        yield ReplicaStall(b)
+        return (ReplicaStall(b),)
+    return ()
 
 
 def epoch_fenced(cfg: Config, leader: Broker, follower_epoch: int) -> bool:
@@ -180,7 +182,7 @@ def replica_stall(cfg: Config, state: State, a: ReplicaStall) -> State | None:
         or fol.stalled
         or fol.leader in (NO_LEADER, f)
         or not state.controller.isr & bit(f)
-        or state.budget.of(ISR_SHRINKS.name) >= cfg.bound(ISR_SHRINKS)
+        or not cfg.allows(state.budget, ISR_SHRINKS)
     ):
         return None
     return state.with_broker(f, replace(fol, stalled=True))

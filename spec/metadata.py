@@ -4,7 +4,6 @@ becomes leader or follower (ReplicaManager.applyDelta, Partition.makeLeader/make
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -23,9 +22,8 @@ class MetadataUpdate:
     broker: int
 
 
-def metadata_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> Iterator:
-    if br.alive and stale(c, br, b):
-        yield MetadataUpdate(b)
+def metadata_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
+    return (MetadataUpdate(b),) if br.alive and stale(c, br, b) else ()
 
 
 def as_follower(br: Broker) -> Broker:

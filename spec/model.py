@@ -31,17 +31,17 @@ class Model:
         self.config = config.validated()
         self.actions: tuple[Action, ...] = spec_next.NEXT if actions is None else tuple(actions)
         self.steps = {a.type: a.step for a in self.actions}
+        self.candidate_fns = tuple(a.candidates for a in self.actions)
 
     def initial_states(self) -> list[State]:
         """One per replica assignment order: which broker is preferred, which is tried next."""
         return [initial_state(self.config.rf, order) for order in permutations(self.config.brokers)]
 
-    def broker_candidates(self, c: Controller, br: Broker, u: Budget, b: int) -> Iterator:
+    def broker_candidates(self, c: Controller, br: Broker, u: Budget, b: int) -> list:
         """The candidate actions of broker b, in Next's order; they read only its broker, the
         controller and the budget (that is their signature)."""
         cfg = self.config
-        for a in self.actions:
-            yield from a.candidates(cfg, c, br, u, b)
+        return [a for candidates in self.candidate_fns for a in candidates(cfg, c, br, u, b)]
 
     def candidates(self, state: State) -> Iterator:
         """Every action that might be enabled, in a fixed order; the step function checks the guard."""

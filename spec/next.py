@@ -34,7 +34,7 @@ def describe(action) -> str:
 @dataclass(frozen=True)
 class Action:
     type: type  # the action's dataclass
-    candidates: Callable[..., Any]  # (cfg, controller, broker, budget, b) -> actions of broker b
+    candidates: Callable[..., Any]  # (cfg, controller, broker, budget, b) -> a tuple or list of broker b's actions
     step: Callable[..., Any]  # (cfg, state, action) -> next state, or None when the guard fails
     bounds: tuple[Bound, ...] = ()  # budgets it spends; with all of them 0 it never fires
     enabled_by: tuple[Bound, ...] = ()  # bounds without which it never fires, though it spends none

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,9 +24,10 @@ class Produce:
     record: int
 
 
-def produce_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> Iterator[Produce]:
-    if br.alive and br.leader == b and u.of(RECORDS.name) < cfg.bound(RECORDS):
-        yield Produce(b, u.of(RECORDS.name) + 1)
+def produce_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
+    if br.alive and br.leader == b and cfg.allows(u, RECORDS):
+        return (Produce(b, u.of(RECORDS.name) + 1),)
+    return ()
 
 
 def produce(cfg: Config, state: State, a: Produce) -> State | None:

@@ -12,6 +12,7 @@ That keeps states small, hashable and ordered the same way in every process.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import NamedTuple
 
 NO_LEADER = 0  # Kafka's leader id -1; broker ids start at 1
@@ -208,15 +209,15 @@ class State(NamedTuple):
 def as_tuple(obj) -> tuple:
     """A record as plain nested tuples of its fields in declaration order (a record inside it,
     such as a broker's AlterPartition response or a state's brokers, becomes a tuple too)."""
-    return tuple(_plain(getattr(obj, f)) for f in record_fields(type(obj)))
-
-
-def _plain(v):
-    if type(v) in RECORDS:
-        return as_tuple(v)
-    if type(v) is tuple and v and type(v[0]) in RECORDS:
-        return tuple(as_tuple(x) for x in v)
-    return v
+    records = _RECORD_TYPES
+    return tuple(
+        as_tuple(v)
+        if type(v) in records
+        else tuple(map(as_tuple, v))
+        if type(v) is tuple and v and type(v[0]) in records
+        else v
+        for v in _FIELD_VALUES[type(obj)](obj)
+    )
 
 
 def record_fields(cls) -> tuple:
@@ -287,6 +288,13 @@ def _compile_evolve(cls):
 RECORDS = (FetchRequest, FetchResponse, AlterPartitionResponse, Controller, Broker, Ghost, Budget, State)
 for _cls in RECORDS:
     _cls.__replace__ = _compile_evolve(_cls)  # type: ignore[union-attr]  # copy.replace protocol (3.13)
+_RECORD_TYPES = frozenset(RECORDS)
+# Each record's field values in declaration order, as a tuple (as_tuple's getter, built once).
+_FIELD_VALUES = {
+    cls: (lambda obj, g=attrgetter(*names): (g(obj),)) if len(names) == 1 else attrgetter(*names)
+    for cls in RECORDS
+    for names in [record_fields(cls)]
+}
 
 
 def replace(obj, **changes):
