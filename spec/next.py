@@ -17,6 +17,7 @@ from typing import Any
 
 from kafkamc.spec import alter_partition as ap
 from kafkamc.spec import broker_lifecycle as lc
+from kafkamc.spec import elect_leaders as el
 from kafkamc.spec import fetch as fe
 from kafkamc.spec import metadata as md
 from kafkamc.spec import produce as pr
@@ -70,6 +71,7 @@ NEXT: tuple[Action, ...] = (
     Action(lc.BrokerCrash, lc.crash_candidates, lc.broker_crash, bounds=_DEAD),
     Action(lc.ControllerFenceBroker, lc.fence_candidates, lc.controller_fence_broker, bounds=(lc.FENCES,)),
     Action(lc.BrokerHeartbeat, lc.heartbeat_candidates, lc.broker_heartbeat, enabled_by=(lc.FENCES,)),
+    Action(el.ElectLeaders, el.elect_leaders_candidates, el.elect_leaders, bounds=(el.ELECTIONS,)),
 )
 
 

@@ -1,0 +1,74 @@
+"""ElectLeaders (preferred), the example of adding an action: spec/elect_leaders.py and one
+line of spec/next.py; the flag, the budget, the engines and the traces follow from Next."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace as dc_replace
+
+from helpers import bfs_until
+from kafkamc.checker.explorer import explore
+from kafkamc.checker.fast import FastModel
+from kafkamc.checker.reference import explore_reference
+from kafkamc.invariants.suite import InvariantSuite
+from kafkamc.spec.config import Config
+from kafkamc.spec.elect_leaders import ElectLeaders, elect_leaders
+from kafkamc.spec.model import Model
+from kafkamc.spec.state import bit, replace
+from kafkamc.traces.trace import format_action
+
+# Broker 1 (preferred) shuts down, broker 2 leads, broker 1 comes back and rejoins the ISR.
+CFG = Config(rf=2, minisr=1, max_records=1, max_crashes=1, max_unclean_crashes=0, max_elections=1)
+
+
+def moved_back():
+    """The first transition, breadth first, in which the preferred replica is elected back."""
+    found = bfs_until(CFG, lambda s, a, n: isinstance(a, ElectLeaders))
+    assert found is not None, "no preferred election is reachable"
+    return found
+
+
+def test_preferred_replica_is_elected_back_with_a_new_epoch():
+    before, action, after = moved_back()
+    c, n = before.controller, after.controller
+    assert action == ElectLeaders(c.replicas[0])
+    assert c.leader != c.replicas[0] and n.leader == c.replicas[0]
+    assert (n.epoch, n.pepoch) == (c.epoch + 1, c.pepoch + 1)
+    assert n.isr == c.isr  # only the leader moves
+    assert after.budget.of("elections") == 1
+    # The brokers learn it from the metadata log, later: nothing else changed.
+    assert after.brokers == before.brokers
+
+
+def test_no_election_when_not_needed_or_not_available():
+    before, action, _ = moved_back()
+    c = before.controller
+    leading = replace(before, controller=replace(c, leader=action.preferred))
+    assert elect_leaders(CFG, leading, action) is None  # ELECTION_NOT_NEEDED
+    out_of_isr = replace(before, controller=replace(c, isr=c.isr & ~bit(action.preferred)))
+    assert elect_leaders(CFG, out_of_isr, action) is None  # PREFERRED_LEADER_NOT_AVAILABLE
+    fenced = replace(before, controller=replace(c, registered=c.registered & ~bit(action.preferred)))
+    assert elect_leaders(CFG, fenced, action) is None
+    spent = moved_back()[2]
+    assert elect_leaders(CFG, replace(spent, controller=c), action) is None  # the bound is spent
+    assert elect_leaders(CFG, before, ElectLeaders(2 if action.preferred == 1 else 1)) is None  # not preferred
+
+
+def test_engines_agree_and_the_action_changes_the_search():
+    fast = explore(FastModel(CFG), InvariantSuite(CFG))
+    ref = explore_reference(Model(CFG), InvariantSuite(CFG))
+    assert (fast.verdict, fast.distinct_states, fast.depth) == (ref.verdict, ref.distinct_states, ref.depth)
+    assert fast.coverage["ElectLeaders"] == ref.coverage["ElectLeaders"] > 0
+    without = explore(FastModel(dc_replace(CFG, max_elections=0)), InvariantSuite(CFG))
+    assert "ElectLeaders" not in without.coverage
+    assert without.distinct_states < fast.distinct_states
+    assert (fast.verdict, fast.distinct_states, without.distinct_states) == ("holds", 1377, 773)
+
+
+def test_trace_describes_it_and_the_flag_exists():
+    assert format_action(ElectLeaders(1)) == "ElectLeaders(preferred=1)"
+    p = subprocess.run(
+        [sys.executable, "-m", "kafkamc.cli.main", "check", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert "--max-elections" in p.stdout
