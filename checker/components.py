@@ -18,7 +18,7 @@ from functools import reduce
 from operator import xor
 from typing import NamedTuple
 
-from kafkamc.spec.state import as_tuple
+from kafkamc.spec.state import FIELD_VALUES, as_tuple
 
 MASK64 = (1 << 64) - 1
 CACHE_LIMIT = 1 << 22  # entries per cache before it is dropped and refilled
@@ -65,7 +65,7 @@ class Components:
 
     def __init__(self, tags: tuple):
         self.tags = tags  # the kind of component at each position of a state
-        self.objects: dict = {}  # (tag, value) -> object
+        self.objects: dict = {}  # (tag, type, field values) -> object
         self.fp: dict[int, int] = {}
         self.by_fp: dict[int, object] = {}  # fingerprint -> object, to rebuild states sent as fingerprints
         self.serial: dict[int, int] = {}  # id -> a small number, in order of interning
@@ -74,9 +74,10 @@ class Components:
     def intern(self, obj, tag: int):
         if id(obj) in self.fp:
             return obj  # the interned object itself: it is alive, so its id is unique
-        known = self.objects.get((tag, obj))
+        key = (tag, type(obj), FIELD_VALUES[type(obj)](obj))  # equal records, equal keys; hashed in C
+        known = self.objects.get(key)
         if known is None:
-            self.objects[(tag, obj)] = known = obj
+            self.objects[key] = known = obj
             fp = self.fp[id(obj)] = component_fingerprint(tag, obj)
             self.by_fp[fp] = obj
             self.serial[id(obj)] = len(self.serial)

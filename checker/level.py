@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from kafkamc.checker.keys import decode_key, index_bytes
-from kafkamc.checker.search import Limits, Result, Violation, replay_path, verdict_of
+from kafkamc.checker.search import Limits, Result, Violation, progress_stats, replay_path, verdict_of
 
 
 def smaller(a: tuple | None, b: tuple | None) -> tuple | None:
@@ -136,6 +136,36 @@ def limit_reached(limits: Limits, distinct: int, start: float) -> str | None:
     if limits.max_states is not None and distinct >= limits.max_states:
         return f"max states {limits.max_states}"
     return time_is_up(limits, start)
+
+
+class Tally:
+    """What a level-synchronous search has counted, and its Result: the coordinators of
+    --workers and Spark keep these the same way."""
+
+    def __init__(self, model, start: float):
+        self.model, self.start = model, start
+        self.distinct = self.generated = self.depth = 0
+        self.coverage: Counter = Counter()
+        self.witnesses: dict = {}  # reachability property -> key of its first step
+        self.violation: tuple | None = None  # (key, invariant, kind)
+        self.stop_reason: str | None = None
+        self.visited_bytes = 0
+
+    def progress_stats(self, queue: int, final: bool = False) -> dict:
+        return progress_stats(self.distinct, self.generated, queue, self.depth, time.monotonic() - self.start, final)
+
+    def result(self, reached_all: bool) -> Result:
+        return result_from_keys(
+            self.model,
+            (self.distinct, self.generated, self.depth),
+            self.start,
+            self.stop_reason,
+            self.violation,
+            self.witnesses,
+            reached_all,
+            self.coverage,
+            self.visited_bytes,
+        )
 
 
 def result_from_keys(

@@ -137,13 +137,16 @@ class Outcomes:
     def _round_trip(self, rt: RoundTrip, halves: tuple, state: State, comps: list, parts: list, action) -> tuple:
         """A step's halves, each through its own cache. The parts a cached half's entry was
         keyed on (both levels; the parts a half replaced are among them) are what the whole
-        step read, with the request's."""
+        step read, with the request's. Each half's entry keeps its outcome (changes, XOR,
+        mask) against the state it ran on, which its key fixes; the step's outcome is their
+        concatenation: XOR deltas compose, and where both halves change one component the
+        later change is the one applied."""
         cfg, fast = self.cfg, self.fast
         reads: set = set()
         request = rt.send(cfg, RecordingState.of(state, reads), action)
         if request is None:
             return (), reads
-        # The other side handles the request: (changes, response, the key parts they patch).
+        # The other side handles the request: (its outcome, the response, the key parts it patches).
         handle, receive = halves
         entry: Any = handle.store.get((handle.key(parts), request))  # the entry, on either level
         below = NOTHING
@@ -152,32 +155,31 @@ class Outcomes:
         if entry is None:
             (mid, response), below = recorded(rt.handle, cfg, state, action, request)
             changed = self.changes(comps, mid, below)
-            entry = (changed, response, self._patch(changed))
+            entry = (fast.with_delta(comps, changed), response, self._patch(changed))
             handle.put(parts, entry, below, request)
         reads |= handle.reads | below
-        changed, response, patch = entry
+        first, response, patch = entry
         mid_parts = parts.copy()
         for p, v in patch:
             mid_parts[p] = v
         # The sender handles the response.
-        after: Any = receive.store.get((receive.key(mid_parts), response))
+        then: Any = receive.store.get((receive.key(mid_parts), response))
         below = NOTHING
-        if after.__class__ is StepCache:
-            after, below = after.store.get(after.key(mid_parts)), after.reads
-        if after is None:
+        if then.__class__ is StepCache:
+            then, below = then.store.get(then.key(mid_parts)), then.reads
+        if then is None:
             mid_comps = comps.copy()
-            for i, x in changed:
+            for i, x, _ in first[0]:
                 mid_comps[i] = x
             out, below = recorded(rt.receive, cfg, fast.join(mid_comps), action, response)
-            after = self.changes(mid_comps, out, below)
-            receive.put(mid_parts, after, below, response)
+            then = fast.with_delta(mid_comps, self.changes(mid_comps, out, below))
+            receive.put(mid_parts, then, below, response)
         reads |= receive.reads | below
-        if not after:
-            return (fast.with_delta(comps, changed),), reads
-        final = dict(changed)
-        final.update(after)
-        changes = [(i, x) for i, x in sorted(final.items()) if x is not comps[i]]
-        return (fast.with_delta(comps, changes),), reads
+        if not then[0]:
+            return (first,), reads
+        if not first[0]:
+            return (then,), reads
+        return ((first[0] + then[0], first[1] ^ then[1], first[2] | then[2]),), reads
 
     def _patch(self, changed: tuple) -> tuple:
         """The key parts (checker/footprint.py) that changed components give new values."""

@@ -26,7 +26,7 @@ the state limit), this one finishes the level's job, then counts what the local 
 had counted up to that key (small jobs, once per run).
 
 States travel as the marshal bytes of `state.key()` and are rebuilt with `state_from_key`;
-fingerprints are the model's (spec/memo.py), the same in every process. Executors build
+fingerprints are the model's (checker/fast.py), the same in every process. Executors build
 the Model and the InvariantSuite from the Config once per Python worker (the suite
 compiles Python with exec: it is never pickled).
 The `kafkamc` package reaches the executors as a zip built at run time.
@@ -40,7 +40,6 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -48,8 +47,8 @@ from functools import partial
 from kafkamc.checker.codec import encode, state_from_key  # noqa: F401 (state_from_key: tests)
 from kafkamc.checker.fast import FastModel as Model
 from kafkamc.checker.keys import AFTER_EVERY_STEP as _AFTER_EVERY_STEP
-from kafkamc.checker.level import Findings, initial_level, result_from_keys, smaller, time_is_up
-from kafkamc.checker.search import Limits, Result, progress_stats
+from kafkamc.checker.level import Findings, Tally, initial_level, smaller, time_is_up
+from kafkamc.checker.search import Limits, Result
 
 # Re-exported as well as used: callers and tests import SparkUnavailable, SparkJobFailed,
 # spark_context, build_package_zip, ship_package, PACKAGES, FaultInjection, Part and _Task
@@ -103,7 +102,7 @@ class _Stop:
         return self.kind != "action"
 
 
-class _SparkBFS:
+class _SparkBFS(Tally):
     """One search: the driver's loop over levels and its counters."""
 
     def __init__(
@@ -124,22 +123,17 @@ class _SparkBFS:
         if partitions < 1:
             raise ValueError(f"partitions must be at least 1 (got {partitions})")
         self.sc, self.cfg, self.limits, self.P = sc, cfg.validated(), limits, partitions
-        self.model = Model(self.cfg)
+        super().__init__(Model(self.cfg), time.monotonic())
         self.suite = InvariantSuite(self.cfg, invariants)  # bad names fail here, not on an executor
         self.base = _Task(self.cfg, tuple(invariants) if invariants is not None else None, faults=faults)
         self.progress = progress
         self.checkpoint_every = checkpoint_every
         self.targets = set(stop_when_reached)
         self.unreached = [name for name, _ in self.suite.reach_functions()]
-        self.witnesses: dict = {}  # reachability property -> key of its first step
-        self.distinct = self.generated = self.depth = self.queue = 0
+        self.queue = 0
         self.min_key: bytes | None = None  # the first state of the frontier, in BFS order
-        self.coverage: Counter = Counter()
-        self.stop_reason: str | None = None
-        self.violation: tuple | None = None  # (key, invariant, kind)
         self.reached_all = False
         self.cached: list = []  # the parts RDDs still cached, oldest first
-        self.start = time.monotonic()
         self._check_round_trip()
         self.checkpoint_dir, self.checkpoint_is_temp = self._checkpoint_dir(checkpoint_dir)
 
@@ -336,23 +330,12 @@ class _SparkBFS:
     def _report(self, final: bool = False, level: int | None = None, new: int = 0, seconds: float = 0.0) -> None:
         if self.progress is None:
             return
-        stats = progress_stats(
-            self.distinct, self.generated, self.queue, self.depth, time.monotonic() - self.start, final
-        )
+        stats = self.progress_stats(self.queue, final)
         stats.update(level=level, new=new, level_seconds=seconds, level_rate=new / seconds if seconds > 0 else 0.0)
         self.progress(stats)
 
     def _result(self) -> Result:
-        return result_from_keys(
-            self.model,
-            (self.distinct, self.generated, self.depth),
-            self.start,
-            self.stop_reason,
-            self.violation,
-            self.witnesses,
-            bool(self.targets) and self.reached_all,
-            self.coverage,
-        )
+        return self.result(bool(self.targets) and self.reached_all)
 
     def _cleanup(self) -> None:
         for rdd in self.cached:

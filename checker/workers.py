@@ -32,21 +32,20 @@ import multiprocessing
 import signal
 import time
 import traceback
-from collections import Counter
 from collections.abc import Callable
 from queue import Empty
 
 from kafkamc.checker.contract import SearchModel
 from kafkamc.checker.level import (
     Findings,
+    Tally,
     expand_part,
     first_violation,
     initial_level,
     limit_reached,
-    result_from_keys,
     smaller,
 )
-from kafkamc.checker.search import Limits, Result, progress_stats
+from kafkamc.checker.search import Limits, Result
 from kafkamc.checker.visited import FingerprintSet
 
 PEER_TIMEOUT_S = 600.0  # a peer that sends nothing for this long has died
@@ -206,21 +205,16 @@ def explore_workers(
             q.close()
 
 
-class _Coordinator:
+class _Coordinator(Tally):
     def __init__(self, model, checks, n, pipes, procs, limits, progress, stop_when_reached, start):
-        self.model, self.checks, self.n = model, checks, n
+        super().__init__(model, start)
+        self.checks, self.n = checks, n
         self.pipes, self.procs = pipes, procs
         self.limits, self.progress = limits, progress
         self.targets = set(stop_when_reached)
         self.stop_when_reached = bool(stop_when_reached)
-        self.start = start
-        self.distinct = self.generated = self.depth = self.frontier = 0
-        self.coverage: Counter = Counter()
+        self.frontier = 0
         self.unreached = [name for name, _ in checks.reach_functions()] if checks is not None else []
-        self.witnesses: dict = {}  # name -> key
-        self.violation: tuple | None = None  # (key, invariant, kind)
-        self.stop_reason = None
-        self.visited_bytes = 0
 
     def _all(self, command: str, args: list) -> list:
         for conn, arg in zip(self.pipes, args):
@@ -296,24 +290,9 @@ class _Coordinator:
             self.depth += 1
         self.frontier = new if self.violation is None and self.stop_reason is None else 0
         if self.progress is not None:
-            self.progress(self._stats())
-
-    def _stats(self, final: bool = False) -> dict:
-        return progress_stats(
-            self.distinct, self.generated, self.frontier, self.depth, time.monotonic() - self.start, final
-        )
+            self.progress(self.progress_stats(self.frontier))
 
     def _result(self) -> Result:
         if self.progress is not None:
-            self.progress(self._stats(final=True))
-        return result_from_keys(
-            self.model,
-            (self.distinct, self.generated, self.depth),
-            self.start,
-            self.stop_reason,
-            self.violation,
-            self.witnesses,
-            self.stop_when_reached and not self.targets,
-            self.coverage,
-            self.visited_bytes,
-        )
+            self.progress(self.progress_stats(self.frontier, final=True))
+        return self.result(self.stop_when_reached and not self.targets)

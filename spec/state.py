@@ -216,7 +216,7 @@ def as_tuple(obj) -> tuple:
         else tuple(map(as_tuple, v))
         if type(v) is tuple and v and type(v[0]) in records
         else v
-        for v in _FIELD_VALUES[type(obj)](obj)
+        for v in FIELD_VALUES[type(obj)](obj)
     )
 
 
@@ -289,8 +289,9 @@ RECORDS = (FetchRequest, FetchResponse, AlterPartitionResponse, Controller, Brok
 for _cls in RECORDS:
     _cls.__replace__ = _compile_evolve(_cls)  # type: ignore[union-attr]  # copy.replace protocol (3.13)
 _RECORD_TYPES = frozenset(RECORDS)
-# Each record's field values in declaration order, as a tuple (as_tuple's getter, built once).
-_FIELD_VALUES = {
+# Each record's field values in declaration order, as a tuple (as_tuple's getter, built once;
+# also a key that hashes and compares in C, where a dataclass's __hash__ runs in Python).
+FIELD_VALUES = {
     cls: (lambda obj, g=attrgetter(*names): (g(obj),)) if len(names) == 1 else attrgetter(*names)
     for cls in RECORDS
     for names in [record_fields(cls)]

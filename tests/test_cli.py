@@ -88,37 +88,14 @@ def test_human_summary_names_bounds_and_coverage(tmp_path):
 
 def test_protocol_flags_and_presets(tmp_path):
     p = kafkamc(
-        "check",
-        "--rf",
-        "3",
-        "--minisr",
-        "2",
-        "--max-records",
-        "1",
-        "--no-elr",
-        "--json",
-        "--quiet",
-        "--trace-out",
-        str(tmp_path / "t.json"),
+        *"check --rf 3 --minisr 2 --max-records 1 --no-elr --json --quiet --trace-out".split(), str(tmp_path / "t.json")
     )
     assert p.returncode == 1, p.stderr
     out = json.loads(p.stdout)
     assert out["protocol"]["era"] == "3.7.0" and out["protocol"]["rules"]["elr"] == "off"  # newest minus ELR
     assert out["violation"]["invariant"] == "HighWatermarkMonotonic" and out["violation"]["length"] == 10
     p = kafkamc(
-        "check",
-        "--rf",
-        "2",
-        "--minisr",
-        "2",
-        "--max-records",
-        "1",
-        "--protocol",
-        "0.8.2",
-        "--rule",
-        "isr_lag=time",
-        "--quiet",
-        "--json",
+        *"check --rf 2 --minisr 2 --max-records 1 --protocol 0.8.2 --rule isr_lag=time --quiet --json".split(),
         cwd=tmp_path,
     )
     assert json.loads(p.stdout)["protocol"]["rules"]["truncation"] == "hw"
@@ -132,37 +109,13 @@ def test_protocol_flags_and_presets(tmp_path):
 
 def test_reach_saves_a_witness(tmp_path):
     w = tmp_path / "w.json"
-    p = kafkamc(
-        "check",
-        "--rf",
-        "2",
-        "--minisr",
-        "2",
-        "--max-records",
-        "1",
-        "--reach",
-        "ElrElection",
-        "--quiet",
-        "--trace-out",
-        str(w),
-    )
+    p = kafkamc(*"check --rf 2 --minisr 2 --max-records 1 --reach ElrElection --quiet --trace-out".split(), str(w))
     assert p.returncode == 0, p.stderr
     assert "reached: ElrElection; shortest witness saved to" in p.stdout
     r = kafkamc("trace", "replay", str(w))
     assert r.returncode == 0 and "replayed 3 steps" in r.stdout
     p = kafkamc(
-        "check",
-        "--rf",
-        "2",
-        "--minisr",
-        "2",
-        "--max-records",
-        "1",
-        "--reach",
-        "HealthyFollowerShrunk",
-        "--quiet",
-        "--trace-out",
-        str(w),
+        *"check --rf 2 --minisr 2 --max-records 1 --reach HealthyFollowerShrunk --quiet --trace-out".split(), str(w)
     )
     assert p.returncode == 1 and "unreachable: HealthyFollowerShrunk" in p.stdout
 

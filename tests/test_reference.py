@@ -34,6 +34,7 @@ PINNED = [
     pytest.param(
         dict(rf=2, minisr=2, max_records=1, max_crashes=1, max_unclean_crashes=0, max_fences=1), marks=pytest.mark.slow
     ),
+    pytest.param(dict(rf=3, minisr=2), marks=pytest.mark.slow, id="default-model"),  # kafkamc check --rf 3 --minisr 2
 ]
 
 
