@@ -19,62 +19,70 @@ rf+1 the ghost, rf+2 the budget, rf+2+b only broker b's `stalled` flag.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from kafkamc.spec.state import State
 
-_get: Callable[[tuple, int], Any] = tuple.__getitem__
-_evolve = vars(State)["__replace__"]  # State's own compiled replace (spec/state.py), on the first four items
+_new = tuple.__new__
+
+
+def _compile_replace():
+    """RecordingState.__replace__: State's fields by keyword (from State._fields), the
+    reads set carried along; built once, as spec/state.py builds each record's replace."""
+    names = State._fields
+    items = ", ".join(f"self[{i}] if {n} is _UNSET else {n}" for i, n in enumerate(names))
+    params = ", ".join(f"{n}=_UNSET" for n in names)
+    ns: dict = {"_UNSET": object(), "_new": _new}
+    exec(f"def __replace__(self, *, {params}):\n    return _new(type(self), ({items}, self[{len(names)}]))\n", ns)
+    return ns["__replace__"]
 
 
 class RecordingState(State):
     """A State whose component reads are noted in a set it carries after its four fields
     (a fifth tuple item: no instance dict to build on every run); the states a step
-    derives from it (with_broker, replace) note into the same set."""
+    derives from it (with_broker, replace) note into the same set. Its items are read
+    with self[i], tuple's own indexing: a recorded read costs a few hundred instructions
+    more than a plain one, where a call through tuple.__getitem__ cost two thousand."""
 
     __slots__ = ()
 
     @staticmethod
     def of(state: tuple, reads: set) -> RecordingState:
-        return tuple.__new__(RecordingState, (*state[:4], reads))
+        return _new(RecordingState, (state[0], state[1], state[2], state[3], reads))
 
     @property
     def controller(self):
-        _get(self, 4).add(0)
-        return _get(self, 0)
+        self[4].add(0)
+        return self[0]
 
     @property
     def brokers(self):
-        brokers = _get(self, 1)
-        _get(self, 4).update(range(1, len(brokers) + 1))
+        brokers = self[1]
+        self[4].update(range(1, len(brokers) + 1))
         return brokers
 
     @property
     def ghost(self):
-        _get(self, 4).add(len(_get(self, 1)) + 1)
-        return _get(self, 2)
+        self[4].add(len(self[1]) + 1)
+        return self[2]
 
     @property
     def budget(self):
-        _get(self, 4).add(len(_get(self, 1)) + 2)
-        return _get(self, 3)
+        self[4].add(len(self[1]) + 2)
+        return self[3]
 
     def broker(self, b: int):
-        _get(self, 4).add(b)
-        return _get(self, 1)[b - 1]
+        self[4].add(b)  # type: ignore[misc]  # the fifth item, which State's type does not know
+        return self[1][b - 1]
 
     def is_stalled(self, b: int) -> bool:
-        _get(self, 4).add(len(_get(self, 1)) + 2 + b)
-        return _get(self, 1)[b - 1].stalled
+        self[4].add(len(self[1]) + 2 + b)  # type: ignore[misc]
+        return self[1][b - 1].stalled
 
     def with_broker(self, b: int, broker) -> RecordingState:
-        bs: list = list(_get(self, 1))
+        bs: list = list(self[1])
         bs[b - 1] = broker
-        return tuple.__new__(RecordingState, (_get(self, 0), tuple(bs), _get(self, 2), _get(self, 3), _get(self, 4)))
+        return _new(RecordingState, (self[0], tuple(bs), self[2], self[3], self[4]))  # type: ignore[misc]
 
-    def __replace__(self, **changes) -> RecordingState:
-        return tuple.__new__(RecordingState, (*_evolve(self, **changes), _get(self, 4)))
+    __replace__ = _compile_replace()
 
 
 def recorded(fn, cfg, state: State, *args) -> tuple:

@@ -14,10 +14,11 @@ response it is given: far fewer distinct halves occur than whole exchanges.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from operator import itemgetter
 from typing import Any
 
-from kafkamc.checker.components import store
+from kafkamc.checker.components import CACHE_LIMIT, store
 from kafkamc.checker.footprint import RecordingState, recorded
 from kafkamc.spec.hw import observe
 from kafkamc.spec.rpc import RoundTrip
@@ -59,7 +60,10 @@ class StepCache:
             self._rekey(mine)
         key = self.key(parts) if arg is None else (self.key(parts), arg)
         if len(reads) == len(mine):  # reads holds mine: they are equal
-            store(self.store, key, value)
+            top = self.store
+            if len(top) >= CACHE_LIMIT:  # components.store, inlined: once per miss
+                top.clear()
+            top[key] = value
             return
         extra = reads - mine
         sub = self.store.get(key)
@@ -149,14 +153,16 @@ class Outcomes:
         # The other side handles the request: (its outcome, the response, the key parts it patches).
         handle, receive = halves
         entry: Any = handle.store.get((handle.key(parts), request))  # the entry, on either level
-        below = NOTHING
+        below: AbstractSet[int] = NOTHING
         if entry.__class__ is StepCache:
             entry, below = entry.store.get(entry.key(parts)), entry.reads
         if entry is None:
-            (mid, response), below = recorded(rt.handle, cfg, state, action, request)
-            changed = self.changes(comps, mid, below)
+            ran: set[int] = set()
+            below = ran
+            mid, response = rt.handle(cfg, RecordingState.of(state, ran), action, request)
+            changed = self.changes(comps, mid, ran)
             entry = (fast.with_delta(comps, changed), response, self._patch(changed))
-            handle.put(parts, entry, below, request)
+            handle.put(parts, entry, ran, request)
         reads |= handle.reads | below
         first, response, patch = entry
         mid_parts = parts.copy()
@@ -171,9 +177,10 @@ class Outcomes:
             mid_comps = comps.copy()
             for i, x, _ in first[0]:
                 mid_comps[i] = x
-            out, below = recorded(rt.receive, cfg, fast.join(mid_comps), action, response)
-            then = fast.with_delta(mid_comps, self.changes(mid_comps, out, below))
-            receive.put(mid_parts, then, below, response)
+            out, ran = recorded(rt.receive, cfg, fast.join(mid_comps), action, response)
+            then = fast.with_delta(mid_comps, self.changes(mid_comps, out, ran))
+            receive.put(mid_parts, then, ran, response)
+            below = ran
         reads |= receive.reads | below
         if not then[0]:
             return (first,), reads
