@@ -25,6 +25,7 @@ from kafkamc.spec.rpc import RoundTrip
 from kafkamc.spec.state import State
 
 NOTHING: frozenset = frozenset()
+_new = tuple.__new__
 
 
 def _no_parts(parts) -> tuple:
@@ -201,7 +202,8 @@ class Outcomes:
         checks that spec.hw.observe read nothing else."""
         fast, rf = self.fast, self.rf
         reads: set = set()
-        out = observe(self.cfg, RecordingState.of(fast.join(comps), reads))
+        G = rf + 1
+        out = observe(self.cfg, _new(RecordingState, (comps[0], tuple(comps[1:G]), comps[G], comps[G + 1], reads)))
         leader = comps[0].leader
         if not reads <= self.observe_reads[leader]:
             raise AssertionError(
