@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -21,3 +22,18 @@ def test_not_importable_top_level(name, tmp_path):
 def test_importable_under_kafkamc(name, tmp_path):
     p = subprocess.run([sys.executable, "-c", f"import kafkamc.{name}"], cwd=tmp_path, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_spec_knows_nothing_of_the_checker():
+    """spec/ is the protocol only: no cache, fingerprint or engine reaches into it."""
+    offenders = [p.name for p in (ROOT / "spec").glob("*.py") if "kafkamc.checker" in p.read_text()]
+    assert offenders == []
+
+
+@pytest.mark.parametrize("folder", FOLDERS + ["tests"])
+def test_no_module_over_500_lines(folder):
+    long = {p.name: n for p in (ROOT / folder).glob("*.py") if (n := len(p.read_text().splitlines())) > 500}
+    assert long == {}
