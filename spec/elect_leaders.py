@@ -25,7 +25,7 @@ from kafkamc.spec.state import Broker, Budget, Controller, State, bit, replace
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
 
-ELECTIONS = Bound("elections", 0, "preferred leader elections an operator may request (ElectLeaders)")
+LEADER_ELECTIONS = Bound("leader_elections", 0, "preferred leader elections an operator may request (ElectLeaders)")
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ def can_lead(c: Controller, b: int) -> bool:
 
 
 def elect_leaders_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if c.replicas[0] == b and c.leader != b and can_lead(c, b) and cfg.allows(u, ELECTIONS):
+    if c.replicas[0] == b and c.leader != b and can_lead(c, b) and cfg.allows(u, LEADER_ELECTIONS):
         return (ElectLeaders(b),)
     return ()
 
@@ -49,7 +49,7 @@ def elect_leaders_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, 
 def elect_leaders(cfg: Config, state: State, a: ElectLeaders) -> State | None:
     c = state.controller
     b = a.preferred
-    if c.replicas[0] != b or c.leader == b or not can_lead(c, b) or not cfg.allows(state.budget, ELECTIONS):
+    if c.replicas[0] != b or c.leader == b or not can_lead(c, b) or not cfg.allows(state.budget, LEADER_ELECTIONS):
         return None  # ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, or no budget left
-    state = replace(state, budget=state.budget.spend(ELECTIONS.name))
+    state = replace(state, budget=state.budget.spend(LEADER_ELECTIONS.name))
     return partition_change(cfg, state, replace(c, leader=b))

@@ -71,7 +71,7 @@ NEXT: tuple[Action, ...] = (
     Action(lc.BrokerCrash, lc.crash_candidates, lc.broker_crash, bounds=_DEAD),
     Action(lc.ControllerFenceBroker, lc.fence_candidates, lc.controller_fence_broker, bounds=(lc.FENCES,)),
     Action(lc.BrokerHeartbeat, lc.heartbeat_candidates, lc.broker_heartbeat, enabled_by=(lc.FENCES,)),
-    Action(el.ElectLeaders, el.elect_leaders_candidates, el.elect_leaders, bounds=(el.ELECTIONS,)),
+    Action(el.ElectLeaders, el.elect_leaders_candidates, el.elect_leaders, bounds=(el.LEADER_ELECTIONS,)),
 )
 
 

@@ -19,7 +19,7 @@ from kafkamc.spec.state import bit, replace
 from kafkamc.traces.trace import format_action
 
 # Broker 1 (preferred) shuts down, broker 2 leads, broker 1 comes back and rejoins the ISR.
-CFG = Config(rf=2, minisr=1, max_records=1, max_crashes=1, max_unclean_crashes=0, max_elections=1)
+CFG = Config(rf=2, minisr=1, max_records=1, max_crashes=1, max_unclean_crashes=0, max_leader_elections=1)
 
 
 def moved_back():
@@ -36,7 +36,7 @@ def test_preferred_replica_is_elected_back_with_a_new_epoch():
     assert c.leader != c.replicas[0] and n.leader == c.replicas[0]
     assert (n.epoch, n.pepoch) == (c.epoch + 1, c.pepoch + 1)
     assert n.isr == c.isr  # only the leader moves
-    assert after.budget.of("elections") == 1
+    assert after.budget.of("leader_elections") == 1
     # The brokers learn it from the metadata log, later: nothing else changed.
     assert after.brokers == before.brokers
 
@@ -60,7 +60,7 @@ def test_engines_agree_and_the_action_changes_the_search():
     ref = explore_reference(Model(CFG), InvariantSuite(CFG))
     assert (fast.verdict, fast.distinct_states, fast.depth) == (ref.verdict, ref.distinct_states, ref.depth)
     assert fast.coverage["ElectLeaders"] == ref.coverage["ElectLeaders"] > 0
-    without = explore(FastModel(dc_replace(CFG, max_elections=0)), InvariantSuite(CFG))
+    without = explore(FastModel(dc_replace(CFG, max_leader_elections=0)), InvariantSuite(CFG))
     assert "ElectLeaders" not in without.coverage
     assert without.distinct_states < fast.distinct_states
     assert (fast.verdict, fast.distinct_states, without.distinct_states) == ("holds", 1377, 773)
@@ -71,4 +71,4 @@ def test_trace_describes_it_and_the_flag_exists():
     p = subprocess.run(
         [sys.executable, "-m", "kafkamc.cli.main", "check", "--help"], capture_output=True, text=True, timeout=60
     )
-    assert "--max-elections" in p.stdout
+    assert "--max-leader-elections" in p.stdout
