@@ -7,6 +7,7 @@ configuration known to be unsafe (a guard against a model that has become vacuou
 
 from __future__ import annotations
 
+import math
 import time
 import tomllib
 import xml.etree.ElementTree as ET
@@ -82,6 +83,8 @@ def _entry(raw: dict, defaults: dict, index: int) -> Entry:
         if invariant is None:
             raise GateError(f"{where}: unknown invariant {data['violates']!r}; `kafkamc invariants` lists them")
     limit = data.get("time_limit")
+    if limit is not None and not (isinstance(limit, int | float) and math.isfinite(limit) and limit > 0):
+        raise GateError(f"{where}: time_limit must be a positive number of seconds (got {limit!r})")
     return Entry(
         name, cfg, "holds" if invariant is None else "violates", invariant, float(limit) if limit is not None else None
     )

@@ -1,6 +1,11 @@
-"""What every command module shares: exit statuses and the bad-input exception."""
+"""What every command module shares: exit statuses, the bad-input exception, the Kafka
+flags, and the checks every command makes of its input before any work starts."""
 
 from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
 
 import click
 from kafkamc.spec.bounds import Bound
@@ -76,7 +81,10 @@ def build_protocol(era: str, rules=(), elr=None):
         protocol = preset(era)
         overrides = dict(parse_rule(r) for r in rules)
         if elr is not None:
-            overrides["elr"] = "on" if elr else "off"
+            flag = "on" if elr else "off"
+            if overrides.get("elr", flag) != flag:
+                raise UsageProblem(f"--{'' if elr else 'no-'}elr and --rule elr={overrides['elr']} disagree; give one")
+            overrides["elr"] = flag
         return protocol.with_rules(**overrides)
     except ProtocolError as e:
         raise UsageProblem(str(e)) from None
@@ -87,3 +95,84 @@ def build_config(options: dict) -> Config:
     o = {name: options.pop(name) for name in CONFIG_OPTION_NAMES}
     protocol = build_protocol(o.pop("era"), o.pop("rules"), o.pop("elr"))
     return Config(protocol=protocol, **o).validated()
+
+
+def positive(name: str, value) -> None:
+    """A count or a time limit: a finite number above 0 (nan and inf are not limits)."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise UsageProblem(f"{name} must be a positive number (got {value:g})")
+
+
+def writable(option: str, path, directory: bool = False) -> None:
+    """An output path checked before the work starts: a search's result must not be lost
+    at its end. Missing folders are created then; an existing file on the way, a folder
+    where a file goes, or a folder this user cannot write in is bad input now."""
+    p = Path(path).absolute()
+    if p.exists() and p.is_dir() != directory:
+        raise UsageProblem(f"{option} {path}: {'not a folder' if directory else 'is a folder'}")
+    up = p.parent
+    while not up.exists():
+        up = up.parent
+    if not up.is_dir():
+        raise UsageProblem(f"{option} {path}: {up} is a file, not a folder")
+    if not os.access(up, os.W_OK | os.X_OK):
+        raise UsageProblem(f"{option} {path}: cannot write in {up}")
+
+
+def only_with(ctx: click.Context, needs: str, given: bool, names: tuple[str, ...]) -> None:
+    """Options that mean something only with another one are an error without it, not ignored."""
+    set_ = [n for n in names if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
+    if set_ and not given:
+        flag = {p.name: p.opts[0] for p in ctx.command.params}
+        flags = ", ".join(flag[n] for n in set_)
+        raise UsageProblem(f"{flags} only appl{'ies' if len(set_) == 1 else 'y'} with {needs}")
+
+
+def help_when_bare(ctx: click.Context) -> None:
+    """A group called without a command prints its help (exit 0), as `git` does."""
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+        ctx.exit(0)
+
+
+# Options of `check` that mean something only with --engine spark.
+SPARK_ONLY = ("spark_master", "partitions", "checkpoint_dir", "spark_conf")
+
+
+def spark_settings(engine, strategy, master, partitions, checkpoint_dir, conf):
+    if engine == "reference" and strategy != "bfs":
+        raise UsageProblem("--engine reference runs breadth-first only; drop --strategy dfs")
+    if engine != "spark":
+        return None
+    from kafkamc.checker.run import SparkSettings
+
+    if strategy != "bfs":
+        raise UsageProblem("--engine spark runs breadth-first only; drop --strategy dfs")
+    if partitions < 1:
+        raise UsageProblem(f"--partitions must be at least 1 (got {partitions})")
+    pairs = []
+    for item in conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageProblem(f"--conf expects KEY=VALUE (got {item!r})")
+        pairs.append((key.strip(), value.strip()))
+    return SparkSettings(master=master, partitions=partitions, checkpoint_dir=checkpoint_dir, conf=tuple(pairs))
+
+
+def workers_setting(value: str, strategy: str, engine: str) -> int:
+    """--workers: a positive number, or auto (one per CPU this process may use, at most 8)."""
+    if value == "auto":
+        if strategy != "bfs" or engine != "local":
+            return 1
+        return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+    try:
+        n = int(value)
+    except ValueError:
+        raise UsageProblem(f"--workers expects a number or auto (got {value!r})") from None
+    if n < 1:
+        raise UsageProblem(f"--workers must be at least 1 (got {n})")
+    if n > 1 and strategy != "bfs":
+        raise UsageProblem("--workers runs breadth-first only; drop --strategy dfs")
+    if n > 1 and engine != "local":
+        raise UsageProblem(f"--workers is for the local engine, not --engine {engine}")
+    return n

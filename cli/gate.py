@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from kafkamc.cli.common import EXIT_HOLDS, EXIT_VIOLATED, UsageProblem
+from kafkamc.cli.common import EXIT_HOLDS, EXIT_VIOLATED, UsageProblem, writable
 from rich.console import Console
 from rich.table import Table
 
@@ -42,6 +42,9 @@ def gate(file, junit, out_dir):
         raise UsageProblem(str(e)) from None
     if out_dir is None:
         out_dir = Path(junit).parent if junit else Path("kafkamc-gate")
+    if junit:
+        writable("--junit", junit)
+    writable("--out-dir", out_dir, directory=True)
     console = Console()
     err = Console(stderr=True)
     outcomes = []

@@ -14,10 +14,17 @@ from kafkamc.cli.common import (
     EXIT_INCOMPLETE,
     EXIT_USAGE,
     EXIT_VIOLATED,
+    SPARK_ONLY,
     UsageProblem,
     build_config,
     build_protocol,
     config_options,
+    help_when_bare,
+    only_with,
+    positive,
+    spark_settings,
+    workers_setting,
+    writable,
 )
 from kafkamc.invariants.catalog import INVARIANTS
 from kafkamc.spec.config import ConfigError
@@ -27,10 +34,12 @@ from kafkamc.traces.trace import TraceError, load
 from rich.console import Console
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
 @click.version_option(package_name="kafkamc", prog_name="kafkamc")
-def cli():
+@click.pass_context
+def cli(ctx):
     """kafkamc: a model checker for Apache Kafka's partition replication protocol."""
+    help_when_bare(ctx)
 
 
 @cli.command()
@@ -130,17 +139,18 @@ def check(
 ):
     """Explore every reachable state within the bounds and check the invariants."""
     cfg = build_config(config_flags)
-    workers = _workers(workers, strategy, engine)
+    workers = workers_setting(workers, strategy, engine)
     for name, value in (("--max-states", max_states), ("--max-depth", max_depth), ("--time-limit", time_limit)):
-        if value is not None and value <= 0:
-            raise UsageProblem(f"{name} must be positive (got {value:g})")
+        positive(name, value)
+    writable("--trace-out", trace_out)
+    only_with(click.get_current_context(), "--engine spark", engine == "spark", SPARK_ONLY)
     known = {inv.name.lower(): inv.name for inv in INVARIANTS}
     for name in invariants:
         if name.lower() not in known:
             raise UsageProblem(f"unknown invariant {name!r}; `kafkamc invariants` lists them")
     names = [known[n.lower()] for n in invariants] or None
     limits = Limits(max_states=max_states, time_limit=time_limit, max_depth=max_depth)
-    spark = _spark_settings(engine, strategy, spark_master, partitions, checkpoint_dir, spark_conf)
+    spark = spark_settings(engine, strategy, spark_master, partitions, checkpoint_dir, spark_conf)
     run = _run_spark_safely(
         cfg,
         strategy,
@@ -162,45 +172,6 @@ def check(
     return {"holds": EXIT_HOLDS, "reached": EXIT_HOLDS, "violated": EXIT_VIOLATED, "incomplete": EXIT_INCOMPLETE}[
         run.result.verdict
     ]
-
-
-def _spark_settings(engine, strategy, master, partitions, checkpoint_dir, conf):
-    if engine == "reference" and strategy != "bfs":
-        raise UsageProblem("--engine reference runs breadth-first only; drop --strategy dfs")
-    if engine != "spark":
-        return None
-    from kafkamc.checker.run import SparkSettings
-
-    if strategy != "bfs":
-        raise UsageProblem("--engine spark runs breadth-first only; drop --strategy dfs")
-    if partitions < 1:
-        raise UsageProblem(f"--partitions must be at least 1 (got {partitions})")
-    pairs = []
-    for item in conf:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageProblem(f"--conf expects KEY=VALUE (got {item!r})")
-        pairs.append((key.strip(), value.strip()))
-    return SparkSettings(master=master, partitions=partitions, checkpoint_dir=checkpoint_dir, conf=tuple(pairs))
-
-
-def _workers(value: str, strategy: str, engine: str) -> int:
-    """--workers: a positive number, or auto (one per CPU this process may use, at most 8)."""
-    if value == "auto":
-        if strategy != "bfs" or engine != "local":
-            return 1
-        return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
-    try:
-        n = int(value)
-    except ValueError:
-        raise UsageProblem(f"--workers expects a number or auto (got {value!r})") from None
-    if n < 1:
-        raise UsageProblem(f"--workers must be at least 1 (got {n})")
-    if n > 1 and strategy != "bfs":
-        raise UsageProblem("--workers runs breadth-first only; drop --strategy dfs")
-    if n > 1 and engine != "local":
-        raise UsageProblem(f"--workers is for the local engine, not --engine {engine}")
-    return n
 
 
 def _run_spark_safely(cfg, strategy, limits, names, progress, trace_out, reach, spark, workers=1, reference=False):
@@ -393,9 +364,11 @@ def list_invariants():
     return EXIT_HOLDS
 
 
-@cli.group()
-def trace():
+@cli.group(invoke_without_command=True)
+@click.pass_context
+def trace(ctx):
     """Inspect saved counterexample traces."""
+    help_when_bare(ctx)
 
 
 @trace.command("show")

@@ -157,7 +157,14 @@ BAD = [
     (["check", "--rf", "three"], "Invalid value for '--rf'"),
     (["check", "--no-such-flag"], "No such option"),
     (["check", "--invariant", "Nope"], "unknown invariant 'Nope'"),
-    (["check", "--time-limit", "0"], "--time-limit must be positive"),
+    (["check", "--time-limit", "0"], "--time-limit must be a positive number (got 0)"),
+    (["check", "--time-limit", "nan"], "--time-limit must be a positive number (got nan)"),
+    (["check", "--time-limit", "inf"], "--time-limit must be a positive number (got inf)"),
+    (["check", "--spark-master", "local[2]"], "--spark-master only applies with --engine spark"),
+    (["check", "--partitions", "3", "--conf", "a=b"], "--partitions, --conf only apply with --engine spark"),
+    (["check", "--elr", "--rule", "elr=off"], "--elr and --rule elr=off disagree"),
+    (["check", "--trace-out", "/proc/version/t.json"], "/proc/version is a file, not a folder"),
+    (["check", "--trace-out", "/"], "is a directory"),
     (["trace", "show", "/nonexistent/trace.json"], "no such trace file"),
     (["frobnicate"], "No such command"),
 ]
@@ -229,3 +236,17 @@ def test_bench_unknown_run_is_one_line():
 
 
 pytestmark = pytest.mark.filterwarnings("ignore")
+
+
+@pytest.mark.parametrize("args", [[], ["trace"]])
+def test_bare_commands_print_help(args):
+    p = kafkamc(*args)
+    assert p.returncode == 0 and p.stdout.startswith("Usage: kafkamc") and "Commands:" in p.stdout, p.stderr
+
+
+def test_output_path_is_checked_before_the_search(tmp_path):
+    """A trace path under a file is refused at once (exit 2), not after the search."""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    p = kafkamc(*"check --rf 3 --minisr 2 --quiet --trace-out".split(), str(blocker / "t.json"))
+    assert p.returncode == 2 and "is a file, not a folder" in p.stderr and p.stdout == ""

@@ -94,6 +94,8 @@ def test_shipped_gate_passes(kafkamc_cli, tmp_path):
         ('[[check]]\nrf = 0\nexpect = "holds"', "--rf must be at least 1"),
         ('[[check]]\nprotocol = "9.9"\nexpect = "holds"', "unknown protocol preset '9.9'"),
         ("[checks]\nrf = 3", "unknown top-level key(s) checks"),
+        ('[[check]]\nrf = 3\nexpect = "holds"\ntime_limit = -5', "time_limit must be a positive number"),
+        ('[[check]]\nrf = 3\nexpect = "holds"\ntime_limit = nan', "time_limit must be a positive number"),
     ],
 )
 def test_bad_gate_files_exit_2(tmp_path, kafkamc_cli, content, message):
@@ -104,3 +106,12 @@ def test_bad_gate_files_exit_2(tmp_path, kafkamc_cli, content, message):
     assert p.returncode == 2, p.stdout + p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("kafkamc: error: ") and message in lines[0], p.stderr
+
+
+def test_gate_output_paths_are_checked_first(tmp_path, kafkamc_cli):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    p = kafkamc_cli("gate", "tests/gate/kafka.toml", "--junit", blocker / "j.xml")
+    assert p.returncode == 2 and "is a file, not a folder" in p.stderr and "gate:" not in p.stderr
+    p = kafkamc_cli("gate", "tests/gate/kafka.toml", "--out-dir", blocker / "sub")
+    assert p.returncode == 2 and "is a file, not a folder" in p.stderr
