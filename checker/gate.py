@@ -50,6 +50,11 @@ class Outcome:
     files: list = field(default_factory=list)
 
     @property
+    def incomplete(self) -> bool:
+        """Stopped by its time limit or an interrupt: the expectation was not decided."""
+        return self.run.result.verdict == "incomplete"
+
+    @property
     def message(self) -> str:
         e = self.entry
         want = "holds" if e.expect == "holds" else f"violates {e.invariant}"
@@ -150,13 +155,14 @@ def _save_counterexample(run: CheckRun, entry: Entry, out_dir: Path) -> list:
 
 
 def junit_xml(outcomes: list[Outcome], suite_name: str) -> str:
-    failures = sum(not o.ok for o in outcomes)
+    failures = sum(not o.ok and not o.incomplete for o in outcomes)
     suite = ET.Element(
         "testsuite",
         name=suite_name,
         tests=str(len(outcomes)),
         failures=str(failures),
         errors="0",
+        skipped=str(sum(o.incomplete for o in outcomes)),
         time=f"{sum(o.seconds for o in outcomes):.3f}",
     )
     for o in outcomes:
@@ -172,7 +178,9 @@ def junit_xml(outcomes: list[Outcome], suite_name: str) -> str:
             ("distinct_states", o.run.result.distinct_states),
         ):
             ET.SubElement(props, "property", name=k, value=str(v))
-        if not o.ok:
+        if o.incomplete:  # undecided, not a failed expectation
+            ET.SubElement(case, "skipped", message=f"{o.entry.name}: {o.got}")
+        elif not o.ok:
             fail = ET.SubElement(case, "failure", message=o.message, type="GateExpectation")
             detail = [o.message, "configuration: " + config_summary(c)]
             detail += [f"saved: {f}" for f in o.files]

@@ -146,8 +146,21 @@ class _Worker:
                 mine[fp] = (k, assemble(cfps))
 
 
+def _die_with_parent() -> None:
+    """Linux prctl(PR_SET_PDEATHSIG, SIGKILL): this worker is killed when its parent dies, by
+    any signal, SIGKILL included; elsewhere the coordinator's own cleanup is all there is."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _serve(w: int, n: int, model, suite, inboxes: list, conn) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides what Ctrl-C means
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the CLI's handler, inherited by fork
+    _die_with_parent()
     gc.disable()  # see explorer.cyclic_gc_paused
     worker = _Worker(w, n, model, suite, inboxes)
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from kafkamc.cli.common import EXIT_HOLDS, EXIT_VIOLATED, UsageProblem, writable
+from kafkamc.cli.common import EXIT_HOLDS, EXIT_INCOMPLETE, EXIT_VIOLATED, UsageProblem, writable
 from rich.console import Console
 from rich.table import Table
 
@@ -51,6 +51,9 @@ def gate(file, junit, out_dir):
     for entry in entries:
         err.print(f"gate: {entry.name} ...", highlight=False)
         outcomes.append(run_entry(entry, Path(out_dir)))
+        if outcomes[-1].run.result.stop_reason == "interrupted":
+            err.print("gate: interrupted; the rest of the matrix is not run", highlight=False)
+            break
     table = Table(title=f"kafkamc gate {file}")
     for col in ("check", "configuration", "expected", "got", "states", "time", "result"):
         table.add_column(col)
@@ -74,5 +77,7 @@ def gate(file, junit, out_dir):
         Path(junit).write_text(junit_xml(outcomes, Path(file).stem) + "\n")
         console.print(f"JUnit XML written to {junit}")
     failed = [o for o in outcomes if not o.ok]
-    console.print(f"{len(outcomes) - len(failed)}/{len(outcomes)} expectations met")
+    console.print(f"{len(outcomes) - len(failed)}/{len(entries)} expectations met")
+    if outcomes and outcomes[-1].run.result.stop_reason == "interrupted":
+        return EXIT_INCOMPLETE
     return EXIT_VIOLATED if failed else EXIT_HOLDS

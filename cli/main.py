@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 
 import click
@@ -450,7 +451,9 @@ _gate.register(cli)
 
 
 def main(argv=None) -> None:
-    """Entry point: bad input becomes one line on stderr and exit 2, never a traceback."""
+    """Entry point: bad input becomes one line on stderr and exit 2, never a traceback.
+    SIGTERM (what CI runners send) stops a search as Ctrl-C does: the partial summary, exit 3."""
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         code = cli.main(args=argv, prog_name="kafkamc", standalone_mode=False)
     except click.exceptions.UsageError as e:
@@ -462,6 +465,10 @@ def main(argv=None) -> None:
     except BrokenPipeError:
         sys.exit(EXIT_USAGE)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def _fail(message: str) -> None:
