@@ -12,6 +12,7 @@ from kafkamc.spec.bounds import Bound
 from kafkamc.spec.config import ACKS, Config
 from kafkamc.spec.next import BOUNDS
 from kafkamc.spec.protocol import NEWEST, ProtocolError, parse_rule, preset
+from rich.console import Console
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 
@@ -176,3 +177,13 @@ def workers_setting(value: str, strategy: str, engine: str) -> int:
     if n > 1 and engine != "local":
         raise UsageProblem(f"--workers is for the local engine, not --engine {engine}")
     return n
+
+
+def make_console(stderr: bool = False) -> Console:
+    """The terminal's width on a terminal. Elsewhere (a pipe, a file, CI logs) lines are not
+    wrapped and tables get 200 columns, so that a path or a check's name stays whole;
+    COLUMNS still sets the width when given."""
+    out = Console(stderr=stderr)
+    if out.is_terminal or "COLUMNS" in os.environ:
+        return out
+    return Console(stderr=stderr, width=200, soft_wrap=True)

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from kafkamc.cli.common import EXIT_HOLDS, EXIT_INCOMPLETE, EXIT_VIOLATED, UsageProblem, writable
-from rich.console import Console
+from kafkamc.cli.common import EXIT_HOLDS, EXIT_INCOMPLETE, EXIT_VIOLATED, UsageProblem, make_console, writable
 from rich.table import Table
 
 
@@ -45,8 +44,8 @@ def gate(file, junit, out_dir):
     if junit:
         writable("--junit", junit)
     writable("--out-dir", out_dir, directory=True)
-    console = Console()
-    err = Console(stderr=True)
+    console = make_console()
+    err = make_console(stderr=True)
     outcomes = []
     for entry in entries:
         err.print(f"gate: {entry.name} ...", highlight=False)

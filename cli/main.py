@@ -21,6 +21,7 @@ from kafkamc.cli.common import (
     build_protocol,
     config_options,
     help_when_bare,
+    make_console,
     only_with,
     positive,
     spark_settings,
@@ -32,7 +33,6 @@ from kafkamc.spec.config import ConfigError
 from kafkamc.spec.protocol import ERAS, NEWEST, PRESETS, RULES
 from kafkamc.traces import render as render_mod
 from kafkamc.traces.trace import TraceError, load
-from rich.console import Console
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
@@ -206,7 +206,7 @@ def _run_spark_safely(cfg, strategy, limits, names, progress, trace_out, reach, 
 
 
 def _print_run(run: CheckRun) -> None:
-    console = Console()
+    console = make_console()
     r, cfg = run.result, run.config
     if run.trace is not None:
         render_mod.render(run.trace, console)
@@ -299,7 +299,7 @@ def list_protocols(as_json):
             )
         )
         return EXIT_HOLDS
-    console = Console()
+    console = make_console()
     console.print("[bold]rules[/bold] (--rule NAME=VALUE), oldest behaviour first:")
     for r in RULES:
         history = "; ".join(f"{v} since {rel} ({ref})" for v, rel, ref in r.changes)
@@ -329,7 +329,7 @@ def durability(max_rf, era, as_json):
     from rich.table import Table
 
     protocol = build_protocol(era, (), None)
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
 
     def show(c):
         if not as_json:
@@ -353,7 +353,7 @@ def durability(max_rf, era, as_json):
         table.add_column(col)
     for c in cells:
         table.add_row(str(c.rf), str(c.minisr), str(c.writes), str(c.durable), f"{c.seed_writes} / {c.seed_durable}")
-    Console().print(table)
+    make_console().print(table)
     return EXIT_HOLDS
 
 
@@ -381,7 +381,7 @@ def trace_show(file, only_step, diff_only):
     t = load(file)
     if only_step is not None and not 0 <= only_step <= t.length:
         raise UsageProblem(f"--step {only_step} is outside the trace (steps 0..{t.length})")
-    render_mod.render(t, Console(), only_step=only_step, diff_only=diff_only)
+    render_mod.render(t, make_console(), only_step=only_step, diff_only=diff_only)
     return EXIT_HOLDS
 
 

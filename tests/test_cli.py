@@ -250,3 +250,19 @@ def test_output_path_is_checked_before_the_search(tmp_path):
     blocker.write_text("")
     p = kafkamc(*"check --rf 3 --minisr 2 --quiet --trace-out".split(), str(blocker / "t.json"))
     assert p.returncode == 2 and "is a file, not a folder" in p.stderr and p.stdout == ""
+
+
+def test_output_to_a_pipe_keeps_lines_whole(tmp_path):
+    """Not on a terminal (CI logs, a pipe) and without COLUMNS, a result line is not wrapped."""
+    out = tmp_path / "a-long-folder-name-to-push-the-line-past-eighty-columns" / "unclean-election-trace.json"
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    p = subprocess.run(
+        [EXE, *"check --rf 2 --minisr 1 --unclean --quiet --trace-out".split(), str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert p.returncode == 1, p.stderr
+    saved = [line for line in p.stdout.splitlines() if "trace saved to" in line]
+    assert saved and saved[0].endswith(str(out)), p.stdout
