@@ -40,6 +40,13 @@ from kafkamc.spec.state import NO_LEADER, UNKNOWN, Broker, Budget, Controller, G
 # ---------------------------------------------------------------- NoCommittedDataLoss
 
 
+def unclean_controller() -> Controller:
+    """After an unclean election: broker 2 leads epoch 2 alone in its ISR, RECOVERING."""
+    return Controller(
+        leader=2, epoch=2, pepoch=4, isr=B2, registered=B2 | B3, bepochs=(1, 1, 1), recovering=True, replicas=(1, 2, 3)
+    )
+
+
 def test_no_committed_data_loss_isr_member_lost_committed_record():
     """Record 1 was committed on all three replicas (HW 1). Broker 2 then shut down uncleanly
     (power loss: the page cache never reached disk), restarted with an empty log, and the
@@ -189,16 +196,7 @@ def test_hw_monotonic_unclean_leader_exposes_lower_hw():
     with an empty log; its HW 0 is at its epoch's start offset, so it is exposed, and a
     consumer now sees the HW go back from 1 to 0."""
     prev = State(
-        Controller(
-            leader=2,
-            epoch=2,
-            pepoch=4,
-            isr=B2,
-            registered=B2 | B3,
-            bepochs=(1, 1, 1),
-            recovering=True,
-            replicas=(1, 2, 3),
-        ),
+        unclean_controller(),
         (dead(((1, 1),), hw=1, cache=((1, 0),)), follower(1, 1, stalled=True), follower(1, 1, stalled=True)),
         Ghost(acked=0b1, committed=(1,), hw_seen=1),
         Budget.make(records=1, crashes=1, isr_shrinks=2),
@@ -273,16 +271,7 @@ ZOMBIE_TRACE = SHRINK_TO_LEADER + (
 
 def zombie_state() -> State:
     return State(
-        Controller(
-            leader=2,
-            epoch=2,
-            pepoch=4,
-            isr=B2,
-            registered=B2 | B3,
-            bepochs=(1, 1, 1),
-            recovering=True,
-            replicas=(1, 2, 3),
-        ),
+        unclean_controller(),
         (
             new_leader(1, 1, 3, B1, log=((1, 1),), cache=((1, 0),), hw=1),
             new_leader(2, 2, 4, B2, cache=((2, 0),)),
