@@ -77,6 +77,15 @@ class CheckRun:
         p = self.config.protocol
         return {"era": p.era(), "rules": p.to_dict()}
 
+    def explored_depth(self) -> int | None:
+        """For an incomplete breadth-first search: every path of up to this many steps was
+        explored (its states found and checked, its steps checked). The deepest state found
+        is at depth D, so level D - 1 was being expanded and every level before it was whole."""
+        r = self.result
+        if r.verdict != "incomplete" or r.strategy != "bfs":
+            return None
+        return max(r.depth - 1, 0)
+
     def summary(self) -> dict:
         r = self.result
         return {
@@ -95,6 +104,7 @@ class CheckRun:
             "bounds": self.bounds(),
             "invariants": self.invariants,
             "stop_reason": r.stop_reason,
+            "explored_depth": self.explored_depth(),
             "collision_probability": r.collision_probability,
             "symmetry": self.config.symmetry,
             "visited_bytes_per_state": round(r.bytes_per_state, 1),

@@ -270,8 +270,11 @@ def _print_run(run: CheckRun) -> None:
             f"trace saved to {run.trace_file}"
         )
     else:
+        covered = run.explored_depth()
         console.print(
-            f"[bold yellow]incomplete[/bold yellow]: stopped at {r.stop_reason}; no violation among the states explored"
+            f"[bold yellow]incomplete[/bold yellow]: stopped at {r.stop_reason}; "
+            + (f"every path of up to {covered} steps explored; " if covered is not None else "")
+            + "no violation among the states explored"
         )
 
 

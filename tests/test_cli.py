@@ -266,3 +266,16 @@ def test_output_to_a_pipe_keeps_lines_whole(tmp_path):
     assert p.returncode == 1, p.stderr
     saved = [line for line in p.stdout.splitlines() if "trace saved to" in line]
     assert saved and saved[0].endswith(str(out)), p.stdout
+
+
+def test_incomplete_run_says_what_was_covered(tmp_path):
+    """Every state within the explored depth was found: a search bounded by that depth finds
+    no more states than the stopped one did."""
+    p = kafkamc(*"check --rf 3 --minisr 2 --max-states 5000 --workers 1 --json --quiet".split(), cwd=tmp_path)
+    stopped = json.loads(p.stdout)
+    n = stopped["explored_depth"]
+    assert p.returncode == 3 and n == stopped["depth"] - 1 > 0
+    q = kafkamc(*f"check --rf 3 --minisr 2 --max-depth {n} --workers 1 --json --quiet".split(), cwd=tmp_path)
+    assert json.loads(q.stdout)["distinct_states"] <= stopped["distinct_states"]
+    text = kafkamc(*"check --rf 3 --minisr 2 --max-states 5000 --workers 1 --quiet".split(), cwd=tmp_path).stdout
+    assert f"every path of up to {n} steps explored" in text
