@@ -151,7 +151,8 @@ class Tally:
         self.stop_reason: str | None = None
         self.visited_bytes = 0
 
-    def progress_stats(self, queue: int, final: bool = False) -> dict:
+    def stats(self, queue: int, final: bool = False) -> dict:
+        """A progress report (search.progress_stats) of the counts so far."""
         return progress_stats(self.distinct, self.generated, queue, self.depth, time.monotonic() - self.start, final)
 
     def result(self, reached_all: bool) -> Result:

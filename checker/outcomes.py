@@ -18,7 +18,7 @@ from collections.abc import Set as AbstractSet
 from operator import itemgetter
 from typing import Any
 
-from kafkamc.checker.components import CACHE_LIMIT, store
+from kafkamc.checker.components import store
 from kafkamc.checker.footprint import RecordingState, recorded
 from kafkamc.spec.hw import observe
 from kafkamc.spec.rpc import RoundTrip
@@ -61,10 +61,7 @@ class StepCache:
             self._rekey(mine)
         key = self.key(parts) if arg is None else (self.key(parts), arg)
         if len(reads) == len(mine):  # reads holds mine: they are equal
-            top = self.store
-            if len(top) >= CACHE_LIMIT:  # components.store, inlined: once per miss
-                top.clear()
-            top[key] = value
+            store(self.store, key, value)
             return
         extra = reads - mine
         sub = self.store.get(key)

@@ -330,7 +330,7 @@ class _SparkBFS(Tally):
     def _report(self, final: bool = False, level: int | None = None, new: int = 0, seconds: float = 0.0) -> None:
         if self.progress is None:
             return
-        stats = self.progress_stats(self.queue, final)
+        stats = self.stats(self.queue, final)
         stats.update(level=level, new=new, level_seconds=seconds, level_rate=new / seconds if seconds > 0 else 0.0)
         self.progress(stats)
 

@@ -303,9 +303,9 @@ class _Coordinator(Tally):
             self.depth += 1
         self.frontier = new if self.violation is None and self.stop_reason is None else 0
         if self.progress is not None:
-            self.progress(self.progress_stats(self.frontier))
+            self.progress(self.stats(self.frontier))
 
     def _result(self) -> Result:
         if self.progress is not None:
-            self.progress(self.progress_stats(self.frontier, final=True))
+            self.progress(self.stats(self.frontier, final=True))
         return self.result(self.stop_when_reached and not self.targets)

@@ -68,11 +68,7 @@ class Config:
 
     def allows(self, budget, b: Bound) -> bool:
         """Whether a path that spent `budget` may spend one more of bound b."""
-        name, limit = b.name, self.__dict__["_values"][b.name]
-        for spent, n in budget.spent:  # Budget.of, inlined: the candidates ask this on every miss
-            if spent == name:
-                return n < limit
-        return 0 < limit
+        return budget.of(b.name) < self.__dict__["_values"][b.name]
 
     def bound(self, b: Bound) -> int:
         """The value of one bound in this configuration."""
