@@ -32,7 +32,7 @@ from kafkamc.invariants.catalog import INVARIANTS
 from kafkamc.spec.config import ConfigError
 from kafkamc.spec.protocol import ERAS, NEWEST, PRESETS, RULES
 from kafkamc.traces import render as render_mod
-from kafkamc.traces.trace import TraceError, load
+from kafkamc.traces.trace import TraceError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
@@ -368,43 +368,6 @@ def list_invariants():
     return EXIT_HOLDS
 
 
-@cli.group(invoke_without_command=True)
-@click.pass_context
-def trace(ctx):
-    """Inspect saved counterexample traces."""
-    help_when_bare(ctx)
-
-
-@trace.command("show")
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--step", "only_step", type=int, default=None, help="show only step N")
-@click.option("--diff-only", is_flag=True, help="show only what changed at each step")
-def trace_show(file, only_step, diff_only):
-    """Replay a saved trace and render it step by step."""
-    t = load(file)
-    if only_step is not None and not 0 <= only_step <= t.length:
-        raise UsageProblem(f"--step {only_step} is outside the trace (steps 0..{t.length})")
-    render_mod.render(t, make_console(), only_step=only_step, diff_only=diff_only)
-    return EXIT_HOLDS
-
-
-@trace.command("replay")
-@click.argument("file", type=click.Path(dir_okay=False))
-def trace_replay(file):
-    """Re-execute a saved trace against the model; exit 0 when it is a real path."""
-    t = load(file)
-    if t.invariant is None:
-        click.echo(f"replayed {t.length} steps: a real path of the model")
-        return EXIT_HOLDS
-    from kafkamc.invariants.suite import InvariantSuite
-
-    prev = t.steps[-2][1] if len(t.steps) > 1 else None
-    broken = t.invariant in InvariantSuite(t.config, [t.invariant]).all_violated(t.steps[-1][1], prev)
-    verdict = "is violated at its last step" if broken else "holds at its end, unlike what the file says"
-    click.echo(f"replayed {t.length} steps: a real path of the model; {t.invariant} {verdict}")
-    return EXIT_HOLDS if broken else EXIT_VIOLATED
-
-
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="print the JSON table only")
 @click.option(
@@ -443,13 +406,11 @@ def bench(as_json, everything, names):
     return EXIT_HOLDS
 
 
-# Commands that live in their own modules (trace export, graphs, the CI gate).
+# Commands that live in their own modules (traces, graphs, the CI gate).
 from kafkamc.cli import gate as _gate  # noqa: E402
-from kafkamc.cli import trace_export as _trace_export  # noqa: E402
-from kafkamc.cli import trace_html as _trace_html  # noqa: E402
+from kafkamc.cli import trace_cli as _trace_cli  # noqa: E402
 
-_trace_html.register(trace)
-_trace_export.register(cli, trace)
+_trace_cli.register(cli)
 _gate.register(cli)
 
 
