@@ -1,0 +1,81 @@
+"""What `kafkamc check` prints after a search: the trace, the configuration, the numbers, the verdict."""
+
+from __future__ import annotations
+
+from kafkamc.checker.run import CheckRun
+from kafkamc.cli.common import make_console
+from kafkamc.spec.protocol import NEWEST, PRESETS
+from kafkamc.traces import render as render_mod
+
+
+def print_run(run: CheckRun) -> None:
+    console = make_console()
+    r, cfg = run.result, run.config
+    if run.trace is not None:
+        render_mod.render(run.trace, console)
+    console.print(
+        f"configuration: rf={cfg.rf} minisr={cfg.minisr} acks={cfg.acks} "
+        f"unclean={'on' if cfg.unclean else 'off'}"
+        + (f" (min.insync.replicas capped at rf: {cfg.effective_minisr})" if cfg.minisr > cfg.rf else "")
+    )
+    proto = run.protocol()
+    changed = cfg.protocol.differences(PRESETS[NEWEST])
+    console.print(
+        f"protocol: {proto['era']}"
+        + (" (rules as of Kafka " + proto["era"] + ")" if proto["era"] != "custom" else "")
+        + ("; differs from the newest in " + ", ".join(f"{k}={v}" for k, v in changed.items()) if changed else "")
+    )
+    console.print("bounds: " + ", ".join(f"{k}={v}" for k, v in run.bounds().items()))
+    console.print(
+        f"{r.distinct_states:,} distinct states, {r.states_generated:,} generated, depth {r.depth}, "
+        f"{r.elapsed_s:.2f}s ({r.states_per_second:,.0f} distinct states/s)"
+    )
+    console.print(
+        f"symmetry reduction: {'on (states equal up to broker ids count once)' if cfg.symmetry else 'off'}"
+        + (f"; {run.workers} worker processes" if run.workers > 1 else "")
+    )
+    console.print(
+        f"fingerprint collision probability (optimistic): {r.collision_probability:.1e}"
+        + (f"; visited set {r.bytes_per_state:.1f} bytes/state" if r.visited_bytes else "")
+    )
+    console.print("actions fired: " + ", ".join(f"{k} {v:,}" for k, v in sorted(run.coverage().items())))
+    for name in run.never_fired():
+        off = run.disabled_by(name)
+        hint = f" ({', '.join(f'{b}=0' for b in off)})" if off else ""
+        console.print(f"[yellow]warning: action {name} never fired within these bounds{hint}[/yellow]")
+    reached = run.reached()
+    seen = [f"{k} ({v} steps)" for k, v in reached.items() if v is not None]
+    console.print("reached: " + (", ".join(seen) if seen else "none"))
+    for name in run.vacuity_warnings():
+        console.print(
+            f"[yellow]warning: {name} was expected within these bounds but never happened; "
+            "the pass may be vacuous[/yellow]"
+        )
+    if r.verdict == "reached":
+        console.print(
+            f"[bold green]reached[/bold green]: {', '.join(run.reach_targets)}; "
+            f"shortest witness saved to {run.trace_file}"
+        )
+    elif r.verdict == "holds" and run.reach_targets:
+        console.print(
+            f"[bold red]unreachable[/bold red]: {', '.join(run.reach_targets)} never happens within the bounds"
+        )
+    elif r.verdict == "holds":
+        console.print(
+            f"[bold green]holds[/bold green]: every invariant ({', '.join(run.invariants)}) "
+            "holds in every reachable state within the bounds"
+        )
+    elif r.verdict == "violated":
+        v = r.violation
+        console.print(
+            f"[bold red]violated[/bold red]: {v.invariant} after {v.length} steps "
+            f"(shortest: {'yes' if r.strategy == 'bfs' else 'not guaranteed with dfs'}); "
+            f"trace saved to {run.trace_file}"
+        )
+    else:
+        covered = run.explored_depth()
+        console.print(
+            f"[bold yellow]incomplete[/bold yellow]: stopped at {r.stop_reason}; "
+            + (f"every path of up to {covered} steps explored; " if covered is not None else "")
+            + "no violation among the states explored"
+        )
