@@ -9,6 +9,7 @@ from kafkamc.checker.explorer import explore
 from kafkamc.checker.fast import FastModel
 from kafkamc.checker.progress import Progress
 from kafkamc.checker.search import Limits, Result
+from kafkamc.invariants.properties import PropertyFile
 from kafkamc.invariants.suite import Disagreement, InvariantSuite
 from kafkamc.spec.config import Config, ConfigError
 from kafkamc.spec.model import Model
@@ -31,6 +32,8 @@ class CheckRun:
     spark: SparkSettings | None = None
     workers: int = 1
     engine: str = "local"
+    properties: PropertyFile | None = None
+    trace_error: str | None = None  # why the trace could not be saved to the path asked for
 
     def bounds(self) -> dict:
         b = dict(self.config.bounds())
@@ -103,6 +106,7 @@ class CheckRun:
             "protocol": self.protocol(),
             "bounds": self.bounds(),
             "invariants": self.invariants,
+            "properties": None if self.properties is None else self.properties.to_json(),
             "stop_reason": r.stop_reason,
             "explored_depth": self.explored_depth(),
             "collision_probability": r.collision_probability,
@@ -118,6 +122,7 @@ class CheckRun:
                 "kind": r.violation.kind,
                 "length": r.violation.length,
                 "trace_file": self.trace_file,
+                "trace_error": self.trace_error,
                 "actions": [format_action(a) for a, _ in r.violation.trace[1:]],
                 "explanation": self.trace.explanation if self.trace else None,
             },
@@ -146,13 +151,14 @@ def run_check(
     spark: SparkSettings | None = None,
     workers: int = 1,
     reference: bool = False,
+    properties: PropertyFile | None = None,
 ) -> CheckRun:
     """Explore; `reach` names reachability properties to search for (stop once all are seen).
 
     With `spark` set, the search is the level-synchronous BFS on Spark (checker/spark.py);
     everything after it (Z3 confirmation, explanation, trace) is the same code."""
     model = Model(cfg) if reference else FastModel(cfg)
-    suite = InvariantSuite(cfg, invariants)
+    suite = InvariantSuite(cfg, invariants, properties)
     known = [name for name, _ in suite.reach_functions()]
     for name in reach:
         if name not in known:
@@ -199,6 +205,7 @@ def run_check(
                 spark.checkpoint_every,
                 progress=reporter if progress else None,
                 stop_when_reached=frozenset(reach),
+                properties=properties,
             )
     for name, trace in result.reached.items():
         if not suite.confirm_reached(name, trace[-1][1], trace[-2][1]):
@@ -215,20 +222,23 @@ def run_check(
         spark=spark,
         workers=workers if spark is None else 1,
         engine="reference" if reference else "local" if spark is None else "spark",
+        properties=properties,
     )
+    needs = {} if properties is None else {"properties": properties.to_json()}
     if result.violation is not None:
         v = result.violation
         last = v.trace[-1][1]
         before = v.trace[-2][1] if len(v.trace) > 1 else None
         explanation = suite.explain(v.invariant, last, before if v.kind == "action" else None).to_dict()
         explanation["also_violated"] = [n for n in suite.all_violated(last, before) if n != v.invariant]
-        run.trace = Trace(cfg, v.trace, v.invariant, v.kind, explanation)
-        if trace_out:
-            run.trace_file = str(run.trace.save(Path(trace_out)))
+        run.trace = Trace(cfg, v.trace, v.invariant, v.kind, explanation, extra=dict(needs))
     elif result.verdict == "reached":
         # The witness of the last target reached, saved like a counterexample so it can be shown and replayed.
         name = reach[-1]
-        run.trace = Trace(cfg, result.reached[name], extra={"reached": name})
-        if trace_out:
+        run.trace = Trace(cfg, result.reached[name], extra={"reached": name, **needs})
+    if run.trace is not None and trace_out:
+        try:
             run.trace_file = str(run.trace.save(Path(trace_out)))
+        except OSError as e:  # checked before the search; the disk can still fill or vanish
+            run.trace_error = f"{trace_out}: {e.strerror or e}"
     return run

@@ -36,6 +36,7 @@ executors lives in checker/spark_tasks.py.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 import time
@@ -117,6 +118,7 @@ class _SparkBFS(Tally):
         progress,
         stop_when_reached,
         faults: tuple,
+        properties=None,
     ):
         from kafkamc.invariants.suite import InvariantSuite
 
@@ -124,8 +126,9 @@ class _SparkBFS(Tally):
             raise ValueError(f"partitions must be at least 1 (got {partitions})")
         self.sc, self.cfg, self.limits, self.P = sc, cfg.validated(), limits, partitions
         super().__init__(Model(self.cfg), time.monotonic())
-        self.suite = InvariantSuite(self.cfg, invariants)  # bad names fail here, not on an executor
-        self.base = _Task(self.cfg, tuple(invariants) if invariants is not None else None, faults=faults)
+        self.suite = InvariantSuite(self.cfg, invariants, properties)  # bad names fail here, not on an executor
+        names = tuple(invariants) if invariants is not None else None
+        self.base = _Task(self.cfg, names, faults=faults, properties=properties)
         self.progress = progress
         self.checkpoint_every = checkpoint_every
         self.targets = set(stop_when_reached)
@@ -199,7 +202,7 @@ class _SparkBFS(Tally):
                 return
             level += 1
             began = time.monotonic()
-            task = _Task(self.base.cfg, self.base.invariants, level, tuple(self.unreached), self.base.faults)
+            task = dataclasses.replace(self.base, level=level, unreached=tuple(self.unreached))
             nxt, totals = self._run_level(parts, task)
             stop = self._stop_in_level(nxt, totals)
             if stop is None:
@@ -387,6 +390,7 @@ def explore_spark(
     sc=None,
     stop_when_reached: frozenset = frozenset(),
     inject_faults: tuple = (),
+    properties=None,
 ) -> Result:
     """Level-synchronous BFS on Spark, returning the local explorer's Result.
 
@@ -401,7 +405,8 @@ def explore_spark(
     executor sees; locally a temporary folder by default. progress: called after each level with
     the local explorer's keys (distinct, generated, queue, depth, elapsed, rate, final) plus
     level, new, level_seconds and level_rate. stop_when_reached: as in explore (--reach).
-    inject_faults: FaultInjection records, for tests.
+    inject_faults: FaultInjection records, for tests. properties: a PropertyFile whose text
+    each executor runs (kafkamc.invariants.properties).
 
     Raises SparkUnavailable when Spark cannot start and SparkJobFailed when a job fails after
     Spark's retries; the search's own errors (an unknown invariant, say) raise as in explore.
@@ -419,6 +424,7 @@ def explore_spark(
                 sc=own,
                 stop_when_reached=stop_when_reached,
                 inject_faults=inject_faults,
+                properties=properties,
             )
     ship_package(sc)
     return _SparkBFS(
@@ -432,4 +438,5 @@ def explore_spark(
         progress,
         stop_when_reached,
         tuple(inject_faults),
+        properties,
     ).run()

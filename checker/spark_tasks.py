@@ -15,12 +15,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kafkamc.checker.codec import decode, encode
 from kafkamc.checker.fast import FastModel as Model
 from kafkamc.checker.level import Findings, expand_part
 from kafkamc.spec.config import Config
+
+if TYPE_CHECKING:  # z3 is imported only where states are checked
+    from kafkamc.invariants.properties import PropertyFile
 
 # ---------------------------------------------------------------- what runs on the executors
 
@@ -65,6 +68,7 @@ class _Task:
     level: int = 0
     unreached: tuple = ()  # reachability properties not seen before this level
     faults: tuple = ()  # FaultInjection, for tests
+    properties: PropertyFile | None = None  # user-defined properties (--properties)
 
 
 def _maybe_fail(task: _Task, partition: int, stage: str) -> None:
@@ -78,13 +82,13 @@ _TOOLS: dict = {}
 def _tools(task: _Task):
     """Model and InvariantSuite of the task's configuration, built once per Python worker
     (Spark reuses workers across tasks and levels)."""
-    key = (task.cfg, task.invariants)
+    key = (task.cfg, task.invariants, task.properties)
     if key not in _TOOLS:
         from kafkamc.invariants.suite import InvariantSuite  # z3: only where states are checked
 
         _TOOLS.clear()
         names = list(task.invariants) if task.invariants is not None else None
-        _TOOLS[key] = (Model(task.cfg), InvariantSuite(task.cfg, names))
+        _TOOLS[key] = (Model(task.cfg), InvariantSuite(task.cfg, names, task.properties))
     return _TOOLS[key]
 
 

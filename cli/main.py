@@ -30,6 +30,7 @@ from kafkamc.cli.common import (
 )
 from kafkamc.cli.summary import print_run
 from kafkamc.invariants.catalog import INVARIANTS
+from kafkamc.invariants.properties import PropertiesError, PropertyFile
 from kafkamc.spec.config import ConfigError
 from kafkamc.spec.protocol import ERAS, NEWEST, PRESETS, RULES
 from kafkamc.traces.trace import TraceError
@@ -118,6 +119,14 @@ def cli(ctx):
     metavar="NAME",
     help="search for a shortest path to this reachability property and save it (repeatable)",
 )
+@click.option(
+    "--properties",
+    "properties_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="a Python file of your own invariants and reachability properties (see examples/properties.py)",
+)
 @click.option("--json", "as_json", is_flag=True, help="print one JSON summary on stdout")
 @click.option("--quiet", is_flag=True, help="no progress on stderr")
 def check(
@@ -134,6 +143,7 @@ def check(
     spark_conf,
     reach,
     trace_out,
+    properties_file,
     as_json,
     quiet,
     **config_flags,
@@ -145,7 +155,8 @@ def check(
         positive(name, value)
     writable("--trace-out", trace_out)
     only_with(click.get_current_context(), "--engine spark", engine == "spark", SPARK_ONLY)
-    known = {inv.name.lower(): inv.name for inv in INVARIANTS}
+    properties = PropertyFile.read(properties_file) if properties_file else None
+    known = {inv.name.lower(): inv.name for inv in INVARIANTS + (properties.declared()[0] if properties else ())}
     for name in invariants:
         if name.lower() not in known:
             raise UsageProblem(f"unknown invariant {name!r}; `kafkamc invariants` lists them")
@@ -163,6 +174,7 @@ def check(
         spark,
         workers,
         reference=engine == "reference",
+        properties=properties,
     )
     if as_json:
         click.echo(json.dumps(run.summary(), indent=1))
@@ -175,7 +187,9 @@ def check(
     ]
 
 
-def _run_spark_safely(cfg, strategy, limits, names, progress, trace_out, reach, spark, workers=1, reference=False):
+def _run_spark_safely(
+    cfg, strategy, limits, names, progress, trace_out, reach, spark, workers=1, reference=False, properties=None
+):
     """A Spark that cannot start is bad input for this machine: one line, exit 2."""
     if spark is None:
         from kafkamc.checker.workers import WorkerFailed
@@ -191,13 +205,24 @@ def _run_spark_safely(cfg, strategy, limits, names, progress, trace_out, reach, 
                 reach=reach,
                 workers=workers,
                 reference=reference,
+                properties=properties,
             )
         except WorkerFailed as e:
             raise UsageProblem(f"a worker process failed: {e}") from None
     from kafkamc.checker.spark import SparkJobFailed, SparkUnavailable
 
     try:
-        return run_check(cfg, strategy, limits, names, progress=progress, trace_out=trace_out, reach=reach, spark=spark)
+        return run_check(
+            cfg,
+            strategy,
+            limits,
+            names,
+            progress=progress,
+            trace_out=trace_out,
+            reach=reach,
+            spark=spark,
+            properties=properties,
+        )
     except SparkUnavailable as e:
         raise UsageProblem(f"Spark could not start: {e}") from None
     except SparkJobFailed as e:
@@ -288,10 +313,21 @@ def durability(max_rf, era, as_json):
 
 
 @cli.command("invariants")
-def list_invariants():
-    """List the invariants with what each one means."""
-    for inv in INVARIANTS:
+@click.option(
+    "--properties",
+    "properties_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="also list the properties this file declares",
+)
+def list_invariants(properties_file):
+    """List the invariants with what each one means (kind: state, action, or reach)."""
+    invs, reach = PropertyFile.read(properties_file).declared() if properties_file else ((), ())
+    for inv in INVARIANTS + invs:
         click.echo(f"{inv.name:24} {inv.tier:7} {inv.kind:7} {inv.meaning}")
+    for r in reach:
+        click.echo(f"{r.name:24} {'user':7} {'reach':7} {r.meaning}")
     return EXIT_HOLDS
 
 
@@ -351,7 +387,7 @@ def main(argv=None) -> None:
         _fail(e.format_message())
     except click.exceptions.Abort:
         sys.exit(130)
-    except (ConfigError, TraceError, UsageProblem) as e:
+    except (ConfigError, TraceError, UsageProblem, PropertiesError) as e:
         _fail(str(e))
     except BrokenPipeError:
         sys.exit(EXIT_USAGE)

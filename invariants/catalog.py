@@ -213,8 +213,8 @@ INVARIANTS: tuple[Invariant, ...] = (
 )
 
 
-def by_name(name: str) -> Invariant:
-    for inv in INVARIANTS:
+def by_name(name: str, pool: tuple[Invariant, ...] = INVARIANTS) -> Invariant:
+    for inv in pool:
         if inv.name.lower() == name.lower():
             return inv
     raise KeyError(name)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import z3
 from kafkamc.invariants.catalog import INVARIANTS, Invariant, by_name
 from kafkamc.invariants.compile import Conjunction, compile_function, compile_guarded
+from kafkamc.invariants.properties import PropertyFile
 from kafkamc.invariants.reach import catalog as reach_catalog
 from kafkamc.invariants.view import View
 from kafkamc.spec.config import Config
@@ -43,11 +44,13 @@ class _Compiled:
 
 
 class InvariantSuite:
-    def __init__(self, cfg: Config, names: list[str] | None = None):
+    def __init__(self, cfg: Config, names: list[str] | None = None, properties: PropertyFile | None = None):
         self.cfg = cfg
         self.V = View(cfg, "", "s")
         self.P = View(cfg, "prev.", "p")
-        chosen = INVARIANTS if names is None else tuple(by_name(n) for n in names)
+        user_invs, user_reach = properties.declared() if properties is not None else ((), ())
+        pool = INVARIANTS + user_invs
+        chosen = pool if names is None else tuple(by_name(n, pool) for n in names)
         self.state_invs: list[_Compiled] = []
         self.action_invs: list[_Compiled] = []
         sources = {v.name: v.source for v in list(self.V.vars.values()) + list(self.P.vars.values())}
@@ -64,7 +67,7 @@ class InvariantSuite:
                 self.action_invs.append(_Compiled(inv, parts, fn))
         # Reachability properties, compiled the same way; see reach.py.
         self.reach = []
-        for r in reach_catalog(cfg):
+        for r in reach_catalog(cfg) + user_reach:
             fn = compile_function(
                 r.name, ["p", "s"], self.P.prelude + self.V.prelude, r.build(cfg, self.P, self.V), sources
             )
