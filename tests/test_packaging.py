@@ -37,3 +37,18 @@ def test_spec_knows_nothing_of_the_checker():
 def test_no_module_over_500_lines(folder):
     long = {p.name: n for p in (ROOT / folder).glob("*.py") if (n := len(p.read_text().splitlines())) > 500}
     assert long == {}
+
+
+@pytest.mark.parametrize(("args", "says"), [(["--version"], "kafkamc, version"), ([], "Usage: kafkamc")])
+def test_python_dash_m_kafkamc_is_the_command_line(args, says, tmp_path):
+    p = subprocess.run([sys.executable, "-m", "kafkamc", *args], cwd=tmp_path, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(says)
+
+
+def test_kafkamc_stays_a_namespace_package(tmp_path):
+    """kafkamc/ holds only __main__.py: an __init__.py would hide the zip Spark executors import."""
+    assert sorted(p.name for p in (ROOT / "kafkamc").iterdir() if p.name != "__pycache__") == ["__main__.py"]
+    code = "import kafkamc; print(getattr(kafkamc, '__file__', None))"
+    p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert p.stdout.strip() == "None", p.stderr
