@@ -1,20 +1,25 @@
-"""A trace as one self-contained HTML page: a swim lane per broker and one for the controller,
-the step's messages as arrows between lanes, stepped through with the keyboard or buttons.
+"""A trace as one self-contained HTML page: a sequence diagram of the whole trace, then a
+swim lane per broker and one for the controller with the step's messages as arrows between
+lanes, stepped through with the keyboard, the buttons or a `#step=N` link.
 
-Python computes what each step shows (reusing the terminal renderer's wording); the page's
-script only lays it out, so the page and `kafkamc trace show` say the same things.
+Python computes what each step shows (reusing the terminal renderer's wording) and draws the
+diagram; the page's script only lays out the step, so the page and `kafkamc trace show` say
+the same things. The page opens at the step the verdict is about: the last one.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from html import escape
 from pathlib import Path
 
 from kafkamc.spec.state import NO_LEADER, State, members
+from kafkamc.traces.html_diagram import sequence_svg
 from kafkamc.traces.html_page import PAGE as _PAGE  # the page's template: CSS and JavaScript
 from kafkamc.traces.render import broker_row, controller_line, health
 from kafkamc.traces.trace import Trace, format_action
+from kafkamc.traces.words import kafka_value, kafka_words
 
 
 def _ids(mask: int) -> str:
@@ -122,6 +127,10 @@ def messages(action, state: State, prev: State | None) -> tuple[list, list]:
         marks.append({"lane": _lane(action.broker), "label": "fenced (it may not know yet)", "kind": "fence"})
     elif name == "BrokerHeartbeat":
         msg(_lane(action.broker), "controller", "heartbeat: unfenced")
+    elif name == "ElectLeaders":  # an operator's request: no lane of its own, so a mark on the controller's
+        marks.append(
+            {"lane": "controller", "label": f"ElectLeaders: preferred broker {action.preferred}", "kind": "elect"}
+        )
     # The controller's decisions ride on other actions (a crash, a registration): mark them on its lane.
     c, pc = state.controller, prev.controller
     if (c.leader, c.epoch) != (pc.leader, pc.epoch):
@@ -160,6 +169,20 @@ def step_view(cfg, index: int, action, state: State, prev: State | None) -> dict
     }
 
 
+def failed_parts(explanation: dict | None) -> list[dict]:
+    """The explanation's failed parts with each value named in Kafka's words (the variable's
+    own name kept for a tooltip)."""
+    return [
+        {
+            "part": part["part"],
+            "values": [
+                {"name": k, "words": kafka_words(k), "value": kafka_value(k, v)} for k, v in part["values"].items()
+            ],
+        }
+        for part in (explanation or {}).get("failed_parts", [])
+    ]
+
+
 def page_data(trace: Trace) -> dict:
     cfg = trace.config
     steps = [step_view(cfg, i, a, s, trace.steps[i - 1][1] if i else None) for i, (a, s) in enumerate(trace.steps)]
@@ -172,6 +195,7 @@ def page_data(trace: Trace) -> dict:
         f"protocol {cfg.protocol.era()}",
         "invariant": trace.invariant,
         "explanation": trace.explanation,
+        "failed_parts": failed_parts(trace.explanation),
         "reached": trace.extra.get("reached"),
     }
 
@@ -188,7 +212,14 @@ def render_html(trace: Trace) -> str:
         title = f"kafkamc trace: {trace.extra['reached']} reached in {trace.length} steps"
     else:
         title = f"kafkamc trace: {trace.length} steps"
-    return _PAGE.replace("__TITLE__", escape(title)).replace("__DATA__", _embed(page_data(trace)))
+    data = page_data(trace)
+    fill = {
+        "TITLE": escape(title),
+        "DIAGRAM": sequence_svg(data["steps"], data["invariant"], data["reached"]),
+        "DATA": _embed(data),
+    }
+    # One pass, so text in one filling (a label, the data) is never taken for another placeholder.
+    return re.sub(r"__(TITLE|DIAGRAM|DATA)__", lambda m: fill[m[1]], _PAGE)
 
 
 def write(trace: Trace, path: str | Path) -> Path:

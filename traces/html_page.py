@@ -1,7 +1,8 @@
 """The trace page's HTML, CSS and JavaScript (traces/html.py fills it in).
 
-One template string: render_html replaces __TITLE__ with the escaped title and __DATA__ with
-the page data as JSON. No external resources: everything the browser needs is in this string.
+One template string: render_html replaces __TITLE__ with the escaped title, __DIAGRAM__ with
+the sequence diagram's SVG (traces/html_diagram.py) and __DATA__ with the page data as JSON.
+No external resources: everything the browser needs is in this string.
 """
 
 # ruff: noqa: E501 - the page's own CSS and JavaScript, kept as written
@@ -28,10 +29,35 @@ PAGE = r"""<!DOCTYPE html>
   #action { font-size: 15px; padding: 2px 8px; background: #eef3fb; border-radius: 4px; }
   .hint { color: var(--muted); font-size: 12px; margin-left: auto; }
   h2 { font-size: 13px; text-transform: uppercase; letter-spacing: .05em; color: var(--muted); margin: 16px 0 6px; }
-  #timeline-wrap { overflow-x: auto; border: 1px solid var(--line); background: #fff; border-radius: 4px; }
-  #timeline text { font-size: 11px; fill: #444; }
-  #timeline .col { cursor: pointer; }
-  #timeline .col:hover rect.bgcol { fill: #f0f4fa; }
+  #permalink { font-size: 12px; color: #1565c0; }
+  #sequence-wrap { overflow-x: auto; border: 1px solid var(--line); background: #fff; border-radius: 4px; }
+  #sequence text { font-size: 11px; fill: #333; }
+  #sequence .seq-lane { font-weight: 600; font-size: 12px; }
+  #sequence .seq-num { font-weight: 700; fill: #1565c0; text-decoration: underline; }
+  #sequence .seq-type { fill: #555; }
+  #sequence .seq-row { cursor: pointer; }
+  #sequence .seq-bg { fill: transparent; }
+  #sequence .seq-row:hover .seq-bg { fill: #f0f4fa; }
+  #sequence .seq-violation .seq-bg { fill: #fdecea; }
+  #sequence .seq-reached .seq-bg { fill: #e8f5e9; }
+  #sequence .seq-violation .seq-num { fill: var(--bad); }
+  #sequence .seq-row.current .seq-bg { stroke: #f9a825; stroke-width: 2; }
+  #sequence .life { stroke: #cfcfcf; stroke-width: 2; }
+  #sequence .life.leader { stroke: #1e88e5; stroke-width: 4; }
+  #sequence .life.zombie { stroke: #fb8c00; stroke-width: 4; }
+  #sequence .life.crashed { stroke: #e57373; stroke-dasharray: 2 4; }
+  #sequence .seq-msg line { stroke-width: 1.5; }
+  #sequence .seq-msg.request line { stroke: #1565c0; }
+  #sequence .seq-msg.response line { stroke: #6a1b9a; stroke-dasharray: 5 3; }
+  #sequence .seq-head.request { fill: #1565c0; } #sequence .seq-head.response { fill: #6a1b9a; }
+  #sequence .seq-label { paint-order: stroke; stroke: #fff; stroke-width: 3px; }
+  #sequence .seq-msg.request .seq-label { fill: #0d47a1; } #sequence .seq-msg.response .seq-label { fill: #4a148c; }
+  #sequence .seq-sym { font-size: 15px; font-weight: 700; }
+  #sequence .seq-mark.crash .seq-sym, #sequence .seq-verdict.bad { fill: var(--bad); }
+  #sequence .seq-mark.restart .seq-sym, #sequence .seq-verdict.good { fill: var(--ok); }
+  #sequence .seq-mark.elect .seq-sym { fill: #e65100; }
+  #sequence .seq-mark .seq-label { font-weight: 600; }
+  #sequence .seq-verdict { font-size: 13px; font-weight: 700; }
   #health { display: flex; gap: 6px; flex-wrap: wrap; margin-top: 12px; }
   .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; border: 1px solid transparent; }
   .health-bad { background: #fdecea; color: var(--bad); border-color: #f5c2c0; }
@@ -88,7 +114,8 @@ PAGE = r"""<!DOCTYPE html>
   #violation { background: #fdecea; border: 2px solid var(--bad); color: #7f1d1d; }
   #violation .name, #reached .name { font-weight: 700; font-size: 15px; }
   #violation table { border-collapse: collapse; margin: 4px 0 6px 12px; font-size: 12px; }
-  #violation td { padding: 1px 10px 1px 0; font-family: ui-monospace, Menlo, Consolas, monospace; }
+  #violation td { padding: 1px 10px 1px 0; }
+  #violation td.value { font-family: ui-monospace, Menlo, Consolas, monospace; }
   #reached { background: #e8f5e9; border: 2px solid var(--ok); color: #1b5e20; }
   .pending-note { color: var(--muted); font-size: 12px; margin-top: 10px; }
 </style>
@@ -103,11 +130,14 @@ PAGE = r"""<!DOCTYPE html>
   <button id="next" title="next step (ArrowRight, n)">next &#x25B6;</button>
   <button id="last" title="last step (End)">last &#xBB;</button>
   <code id="action" data-testid="action"></code>
-  <span class="hint">keys: &#x2190; &#x2192; or p n, Home, End; click a timeline column</span>
+  <a id="permalink" data-testid="permalink" href="#step=0" title="a link to this step">link to this step</a>
+  <span class="hint">keys: &#x2190; &#x2192; or p n, Home, End; click a row of the diagram</span>
 </div>
 
-<h2>timeline</h2>
-<div id="timeline-wrap"><svg id="timeline" data-testid="timeline"></svg></div>
+<h2>the whole trace</h2>
+<div id="sequence-wrap">__DIAGRAM__</div>
+<div class="pending-note">lifelines: thick blue = the leader, thick orange = a zombie leader, dotted = crashed;
+  solid arrows are requests, dashed ones responses; &#x2715; crash, &#x21BB; restart, &#x2605; the controller elects</div>
 
 <div id="health" data-testid="health"></div>
 <h2>lanes at this step</h2>
@@ -126,6 +156,8 @@ PAGE = r"""<!DOCTYPE html>
 "use strict";
 const DATA = JSON.parse(document.getElementById("trace-data").textContent);
 const STEPS = DATA.steps, LAST = STEPS.length - 1;
+// The step the verdict is about: a counterexample's violation, a witness's reached step.
+const FOCUS = DATA.invariant || DATA.reached ? LAST : 0;
 const PALETTE = ["#1e88e5", "#43a047", "#8e24aa", "#f4511e", "#00897b", "#c0ca33", "#6d4c41", "#d81b60", "#3949ab", "#757575"];
 const SYMBOL = {crash: "\u2715", restart: "\u21BB", stall: "\u2016", fence: "\u2298", elect: "\u2605"};
 const SYMBOL_COLOUR = {crash: "#c62828", restart: "#2e7d32", elect: "#e65100"};
@@ -225,46 +257,30 @@ function drawArrows(step) {
   $("arrow-layer").innerHTML = h;
 }
 
-// The overview: one row per lane, one column per step, each step's messages as short arrows.
-function drawTimeline() {
-  const ls = lanes(), rowH = 22, colW = 34, left = 84, topPad = 20;
-  const width = left + STEPS.length * colW + 10, height = topPad + ls.length * rowH + 6;
-  const svg = $("timeline");
-  svg.setAttribute("width", width); svg.setAttribute("height", height);
-  const rowY = k => topPad + ls.indexOf(k) * rowH + rowH / 2;
-  let h = ls.map(k => `<text x="6" y="${rowY(k) + 4}">${laneName(k)}</text>` +
-    `<line x1="${left}" x2="${width - 6}" y1="${rowY(k)}" y2="${rowY(k)}" stroke="#e3e3e3"/>`).join("");
-  STEPS.forEach((s, i) => {
-    const x0 = left + i * colW, cx = x0 + colW / 2, bad = i === LAST && DATA.invariant, good = i === LAST && DATA.reached;
-    h += `<g class="col" data-step="${i}"><title>${esc("step " + i + ": " + s.action)}</title>` +
-      `<rect class="bgcol" id="tl-col-${i}" x="${x0 + 1}" y="2" width="${colW - 2}" height="${height - 4}" rx="3" fill="${bad ? "#fdecea" : good ? "#e8f5e9" : "transparent"}"/>` +
-      `<text x="${cx}" y="13" text-anchor="middle" ${bad ? 'style="fill:#c62828;font-weight:700"' : ""}>${i}</text>`;
-    s.messages.forEach((m, j) => {
-      const x = cx + (j - (s.messages.length - 1) / 2) * 6, y1 = rowY(m.from), y2 = rowY(m.to), d = y2 > y1 ? 1 : -1;
-      h += `<line x1="${x}" y1="${y1}" x2="${x}" y2="${y2 - d * 3}" stroke="${m.kind === "request" ? "#1565c0" : "#6a1b9a"}" ` +
-           `stroke-width="1.5" ${m.kind === "response" ? 'stroke-dasharray="3 2"' : ""} marker-end="url(#tl-head-${m.kind})"/>`;
-    });
-    s.marks.forEach(m => {
-      h += `<text x="${cx}" y="${rowY(m.lane) + 4}" text-anchor="middle" style="font-weight:700;fill:${SYMBOL_COLOUR[m.kind] || "#444"}">${SYMBOL[m.kind] || "\u2022"}</text>`;
-    });
-    h += "</g>";
-  });
-  svg.innerHTML = `<defs>${$("arrows").querySelector("defs").innerHTML.replace(/head-/g, "tl-head-")}</defs>` + h +
-    `<rect id="tl-cursor" y="2" width="${colW - 2}" height="${height - 4}" rx="3" fill="none" stroke="#f9a825" stroke-width="2"/>`;
-  svg.querySelectorAll(".col").forEach(c => c.addEventListener("click", () => show(+c.dataset.step)));
-  svg.dataset.left = left; svg.dataset.colw = colW;
-}
-
 function violationHtml() {
   const exp = DATA.explanation || {};
   let h = `<div class="name">VIOLATED <span data-testid="invariant">${esc(DATA.invariant)}</span></div>`;
   if (exp.meaning) h += `<div>${esc(exp.meaning)}</div>`;
-  for (const part of exp.failed_parts || []) {
+  // Values in Kafka's words (traces/words.py); the invariant's own variable name is the tooltip.
+  for (const part of DATA.failed_parts) {
     h += `<div class="part" data-testid="failed-part">fails: ${esc(part.part)}</div><table>` +
-      Object.entries(part.values || {}).map(([k, v]) => `<tr><td>${esc(k)}</td><td>${esc(JSON.stringify(v))}</td></tr>`).join("") + "</table>";
+      part.values.map(v => `<tr title="${esc(v.name)}" data-testid="failed-value"><td>${esc(v.words)}</td><td class="value">${esc(v.value)}</td></tr>`).join("") + "</table>";
   }
   if ((exp.also_violated || []).length) h += `<div>also violated here: ${esc(exp.also_violated.join(", "))}</div>`;
   return h;
+}
+
+// The fragment #step=N names a step; anything else (none, garbage, out of range) means FOCUS.
+function stepFromHash() {
+  const m = /^#step=(\d+)$/.exec(location.hash), i = m ? Number(m[1]) : -1;
+  return i >= 0 && i <= LAST ? i : FOCUS;
+}
+
+function setHash(i) {
+  const h = `#step=${i}`;
+  if (location.hash === h) return;
+  // replaceState: stepping should not fill the back button's history.
+  try { history.replaceState(null, "", h); } catch (e) { location.replace(h); }
 }
 
 function show(i) {
@@ -282,8 +298,9 @@ function show(i) {
     step.brokers.map((b, k) => brokerLane(step, b, prev && prev.brokers[k])).join("");
   $("lanes").appendChild(svg);
   drawArrows(step);
-  const tl = $("timeline");
-  $("tl-cursor").setAttribute("x", +tl.dataset.left + cur * +tl.dataset.colw + 1);
+  document.querySelectorAll("#sequence .seq-row").forEach(r => r.classList.toggle("current", +r.dataset.step === cur));
+  $("permalink").href = `#step=${cur}`;
+  setHash(cur);
   const atEnd = cur === LAST;
   $("violation").hidden = !(atEnd && DATA.invariant);
   $("reached").hidden = !(atEnd && DATA.reached);
@@ -304,7 +321,11 @@ function init() {
     `<span><span class="swatch" style="border:2px solid #2e7d32"></span>HW</span>` +
     `<span><span class="swatch" style="border:2px dotted #1565c0"></span>LEO</span>` +
     `<span><span class="swatch" style="background:var(--changed)"></span>changed in this step</span>`;
-  drawTimeline();
+  document.querySelectorAll("#sequence .seq-row").forEach(r => r.addEventListener("click", e => {
+    e.preventDefault();   // the step number is a link too: one way to move, without a history entry
+    show(+r.dataset.step);
+  }));
+  window.addEventListener("hashchange", () => show(stepFromHash()));
   $("first").onclick = () => show(0);
   $("prev").onclick = () => show(cur - 1);
   $("next").onclick = () => show(cur + 1);
@@ -317,7 +338,7 @@ function init() {
     show(to);
   });
   window.addEventListener("resize", () => drawArrows(STEPS[cur]));
-  show(0);
+  show(stepFromHash());
 }
 init();
 </script>
