@@ -8,11 +8,33 @@ from pathlib import Path
 import click
 import networkx as nx
 from kafkamc.checker.fast import FastModel as Model
-from kafkamc.cli.common import EXIT_HOLDS, UsageProblem, build_config, config_options
+from kafkamc.cli.common import EXIT_HOLDS, EXIT_VIOLATED, UsageProblem, build_config, config_options
+from kafkamc.invariants.properties import PropertyFile
 from kafkamc.spec.config import Config
 from kafkamc.traces import graph as graph_mod
 from kafkamc.traces.itf import to_itf
-from kafkamc.traces.trace import load
+from kafkamc.traces.trace import Trace, check_claim, load
+
+# Every trace command reads a trace with load() and check_claim() (traces/trace.py): a bad
+# file is a TraceError (one line, exit 2); a real path whose claim is false is refused, exit 1.
+properties_option = click.option(
+    "--properties",
+    "properties_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="the properties file that declares the trace's invariant or reached property",
+)
+
+
+def load_claimed(file: str, properties_file: str | None) -> Trace | None:
+    """The checked trace, or None after one line on stderr when its claim is false at its end."""
+    t = load(file, PropertyFile.read(properties_file) if properties_file else None)
+    why = check_claim(t)
+    if why is None:
+        return t
+    click.echo(f"kafkamc: {file} is a real path of the model, but {why}", err=True)
+    return None
 
 
 def _write(path: str, write) -> None:
@@ -70,9 +92,12 @@ def register(cli_group, trace_group) -> None:
         default=None,
         help="write the ITF JSON here (conventionally *.itf.json; default: stdout)",
     )
-    def trace_itf(file, output):
+    @properties_option
+    def trace_itf(file, output, properties_file):
         """Export a saved trace in the Informal Trace Format (Apalache, Quint)."""
-        t = load(file)
+        t = load_claimed(file, properties_file)
+        if t is None:
+            return EXIT_VIOLATED
         text = json.dumps(to_itf(t), indent=1) + "\n"
         if output is None:
             click.echo(text, nl=False)
@@ -91,9 +116,13 @@ def register(cli_group, trace_group) -> None:
         help="write Graphviz DOT here (default: stdout)",
     )
     @click.option("--graphml", type=click.Path(dir_okay=False), default=None, help="also write GraphML here")
-    def trace_dot(file, output, graphml):
+    @properties_option
+    def trace_dot(file, output, graphml, properties_file):
         """Export a saved trace as a graph: one node per step, one edge per action."""
-        g = graph_mod.trace_graph(load(file))
+        t = load_claimed(file, properties_file)
+        if t is None:
+            return EXIT_VIOLATED
+        g = graph_mod.trace_graph(t)
         if graphml:
             _write_graphml(g, graphml)
         if output is None:

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import click
-from kafkamc.cli.common import EXIT_HOLDS, UsageProblem
+from kafkamc.cli.common import EXIT_HOLDS, EXIT_VIOLATED, UsageProblem
+from kafkamc.cli.trace_export import load_claimed, properties_option
 from kafkamc.traces import html
-from kafkamc.traces.trace import load
-
-_TRACE_KEYS = ("schema", "config", "violation", "steps")
 
 
 def register(trace_group) -> None:
@@ -19,12 +14,12 @@ def register(trace_group) -> None:
     @trace_group.command("html")
     @click.argument("file", type=click.Path(dir_okay=False))
     @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="where to write the HTML page")
-    def trace_html(file, output):
+    @properties_option
+    def trace_html(file, output, properties_file):
         """Write a saved trace as an HTML page: swim lanes, message arrows, step with the arrow keys."""
-        t = load(file)
-        # load() keeps what the model replays; a witness names its target in the file's other keys.
-        raw = json.loads(Path(file).read_text())
-        t.extra = {k: v for k, v in raw.items() if k not in _TRACE_KEYS}
+        t = load_claimed(file, properties_file)
+        if t is None:
+            return EXIT_VIOLATED
         try:
             path = html.write(t, output)
         except OSError as e:
