@@ -11,14 +11,14 @@ import math
 import time
 import tomllib
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from kafkamc.checker.explorer import Limits
 from kafkamc.checker.run import CheckRun, run_check
 from kafkamc.invariants.catalog import INVARIANTS
-from kafkamc.spec.config import Config, ConfigError
-from kafkamc.spec.next import BOUNDS
+from kafkamc.spec.config import BY_SETTING, Config, ConfigError, bound_settings
 from kafkamc.spec.protocol import ProtocolError, preset
 from kafkamc.traces.html import write as write_html
 
@@ -27,7 +27,9 @@ class GateError(ValueError):
     """A gate file that cannot be run; the CLI turns it into one line and exit 2."""
 
 
-CONFIG_KEYS = ({f.name for f in fields(Config)} - {"protocol", "track_down", "limits"}) | {b.setting for b in BOUNDS}
+# Bounds by their setting or a former name of it (max_crashes, ...): gate files written for
+# the previous release still run, with a warning.
+CONFIG_KEYS = ({f.name for f in fields(Config)} - {"protocol", "track_down", "limits"}) | set(BY_SETTING)
 ENTRY_KEYS = CONFIG_KEYS | {"name", "protocol", "rules", "elr", "expect", "violates", "time_limit"}
 
 
@@ -61,12 +63,22 @@ class Outcome:
         return f"{e.name}: expected {want}, got {self.got}"
 
 
+def _current_names(table: dict, where: str) -> dict:
+    """A table's keys with each bound under its current setting name."""
+    try:
+        bounds = bound_settings(table)
+    except TypeError as e:
+        raise GateError(f"{where}: {e}") from None
+    return {**{k: v for k, v in table.items() if k not in BY_SETTING}, **bounds}
+
+
 def _entry(raw: dict, defaults: dict, index: int) -> Entry:
-    data = {**defaults, **raw}
-    unknown = sorted(set(data) - ENTRY_KEYS)
     where = f"check #{index + 1}" + (f" ({raw['name']})" if "name" in raw else "")
+    unknown = sorted((set(defaults) | set(raw)) - ENTRY_KEYS)
     if unknown:
         raise GateError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    # A check's own setting wins over [defaults] whichever name either one uses.
+    data = {**_current_names(defaults, "[defaults]"), **_current_names(raw, where)}
     name = str(data.get("name") or f"check-{index + 1}")
     try:
         protocol = preset(str(data.get("protocol", "newest")))
@@ -95,7 +107,15 @@ def _entry(raw: dict, defaults: dict, index: int) -> Entry:
     )
 
 
-def load_gate(path: str | Path) -> list[Entry]:
+def former_names(path: Path, doc: dict) -> list[str]:
+    """One warning per former setting name the gate file uses."""
+    tables = [doc.get("defaults", {}), *doc.get("check", [])]
+    used = {k for t in tables if isinstance(t, dict) for k in t if k in BY_SETTING and k != BY_SETTING[k].setting}
+    return [f"{path}: {k} is deprecated; use {BY_SETTING[k].setting}" for k in sorted(used)]
+
+
+def load_gate(path: str | Path, warn: Callable[[str], None] | None = None) -> list[Entry]:
+    """The gate file's entries; `warn` is told of each deprecated key it uses."""
     path = Path(path)
     try:
         doc = tomllib.loads(path.read_text())
@@ -115,6 +135,9 @@ def load_gate(path: str | Path) -> list[Entry]:
     names = [e.name for e in entries]
     if len(set(names)) != len(names):
         raise GateError(f"{path}: check names must be unique")
+    if warn is not None:
+        for message in former_names(path, doc):
+            warn(message)
     return entries
 
 

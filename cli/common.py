@@ -32,12 +32,20 @@ CONFIG_OPTION_NAMES = (
     "rules",
     "elr",
     *(b.setting for b in BOUNDS),
+    *(a for b in BOUNDS for a in b.alias_settings),
     "symmetry",
 )
 
 
-def _bound(b: Bound):
-    return click.option(b.flag, b.setting, type=int, default=b.default, show_default=True, help=b.meaning)
+def _bound(b: Bound) -> list:
+    """The bound's flag, then each former name as a hidden flag that build_config warns about
+    (click would list every name of one option in --help)."""
+    options = [click.option(b.flag, b.setting, type=int, default=b.default, show_default=True, help=b.meaning)]
+    options += [
+        click.option(flag, setting, type=int, default=None, hidden=True)
+        for flag, setting in zip(b.alias_flags, b.alias_settings, strict=True)
+    ]
+    return options
 
 
 _CONFIG_OPTIONS = (
@@ -45,7 +53,12 @@ _CONFIG_OPTIONS = (
     click.option("--minisr", type=int, default=DEFAULTS.minisr, show_default=True, help="min.insync.replicas"),
     click.option("--acks", type=click.Choice(ACKS), default=DEFAULTS.acks, show_default=True, help="producer acks"),
     click.option(
-        "--unclean/--no-unclean", default=DEFAULTS.unclean, show_default=True, help="unclean.leader.election.enable"
+        "--unclean-leader-election/--no-unclean-leader-election",
+        "--unclean/--no-unclean",
+        "unclean",
+        default=DEFAULTS.unclean,
+        show_default=True,
+        help="unclean.leader.election.enable: an out-of-sync replica may become leader",
     ),
     click.option(
         "--protocol",
@@ -59,7 +72,7 @@ _CONFIG_OPTIONS = (
         "--rule", "rules", multiple=True, metavar="NAME=VALUE", help="override one protocol rule (repeatable)"
     ),
     click.option("--elr/--no-elr", default=None, help="eligible leader replicas, KIP-966 (default: as the protocol)"),
-    *(_bound(b) for b in BOUNDS),
+    *(option for b in BOUNDS for option in _bound(b)),
     click.option(
         "--symmetry/--no-symmetry",
         default=DEFAULTS.symmetry,
@@ -94,8 +107,24 @@ def build_protocol(era: str, rules=(), elr=None):
 def build_config(options: dict) -> Config:
     """The Config named by the config_options flags (taken out of `options`)."""
     o = {name: options.pop(name) for name in CONFIG_OPTION_NAMES}
+    _former_flags(o)
     protocol = build_protocol(o.pop("era"), o.pop("rules"), o.pop("elr"))
     return Config(protocol=protocol, **o).validated()
+
+
+def _former_flags(o: dict) -> None:
+    """A bound given by a former flag: one warning line on stderr, and its value counts."""
+    ctx = click.get_current_context(silent=True)
+    for b in BOUNDS:
+        for flag, setting in zip(b.alias_flags, b.alias_settings, strict=True):
+            value = o.pop(setting)
+            if value is None:
+                continue
+            click.echo(f"kafkamc: warning: {flag} is deprecated; use {b.flag}", err=True)
+            given = ctx is not None and ctx.get_parameter_source(b.setting) is not click.core.ParameterSource.DEFAULT
+            if given and o[b.setting] != value:
+                raise UsageProblem(f"{flag} and {b.flag} disagree; give {b.flag} alone")
+            o[b.setting] = value
 
 
 def positive(name: str, value) -> None:

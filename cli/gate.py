@@ -3,10 +3,66 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import click
 from kafkamc.cli.common import EXIT_HOLDS, EXIT_INCOMPLETE, EXIT_VIOLATED, UsageProblem, make_console, writable
+from rich.cells import cell_len
+from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+
+COLUMNS = ("check", "configuration", "expected", "got", "states", "time", "result")
+
+
+class Row(NamedTuple):
+    check: str
+    configuration: str
+    expected: str
+    got: str
+    states: str
+    time: str
+    ok: bool
+
+
+def show_rows(console: Console, title: str, rows: list[Row]) -> None:
+    """The gate's results, never cutting what identifies a check (its name, its configuration):
+    a table on a terminal wide enough for it; on a narrower one a block per check, wrapped;
+    elsewhere (a pipe, a CI log) one plain line per check, aligned, whatever its length."""
+    if not console.is_terminal:
+        _plain(console, title, rows)
+        return
+    cells = [list(COLUMNS)] + [[*r[:-1], "FAIL"] for r in rows]
+    need = [max(cell_len(c[i]) for c in cells) for i in range(len(COLUMNS))]
+    # Rich shrinks a table that does not fit by cutting words; so a table only when every
+    # cell fits on one line (a space each side of a cell, and the borders).
+    if sum(need) + 3 * len(COLUMNS) + 1 <= console.width:
+        table = Table(title=title)
+        for col in COLUMNS:
+            table.add_column(col, no_wrap=True)
+        for r in rows:
+            table.add_row(*map(escape, r[:-1]), "[green]ok[/green]" if r.ok else "[bold red]FAIL[/bold red]")
+        console.print(table)
+        return
+    console.print(f"[bold]{title}[/bold]", highlight=False)
+    for r in rows:
+        verdict = "[green]ok[/green]" if r.ok else "[bold red]FAIL[/bold red]"
+        console.print(f"{escape(r.check)}  {verdict}", highlight=False)
+        console.print(f"  configuration: {r.configuration}", highlight=False, markup=False)
+        console.print(
+            f"  expected {r.expected}, got {r.got}; {r.states} states, {r.time}", highlight=False, markup=False
+        )
+
+
+def _plain(console: Console, title: str, rows: list[Row]) -> None:
+    cells = [list(COLUMNS)] + [[*r[:-1], "ok" if r.ok else "FAIL"] for r in rows]
+    # The configuration, the longest cell, goes last so that the other columns stay aligned.
+    order = [6, 0, 2, 3, 4, 5, 1]
+    widths = [max(len(c[i]) for c in cells) for i in order]
+    console.print(title, soft_wrap=True, markup=False, highlight=False)
+    for c in cells:
+        text = "  ".join(c[i].ljust(w) for i, w in zip(order, widths, strict=True)).rstrip()
+        console.print(text, soft_wrap=True, markup=False, highlight=False)
 
 
 def register(cli_group) -> None:
@@ -36,7 +92,7 @@ def gate(file, junit, out_dir):
     from kafkamc.checker.gate import GateError, config_summary, junit_xml, load_gate, run_entry
 
     try:
-        entries = load_gate(file)
+        entries = load_gate(file, warn=lambda message: click.echo(f"kafkamc: warning: {message}", err=True))
     except GateError as e:
         raise UsageProblem(str(e)) from None
     if out_dir is None:
@@ -53,21 +109,19 @@ def gate(file, junit, out_dir):
         if outcomes[-1].run.result.stop_reason == "interrupted":
             err.print("gate: interrupted; the rest of the matrix is not run", highlight=False)
             break
-    table = Table(title=f"kafkamc gate {file}")
-    for col in ("check", "configuration", "expected", "got", "states", "time", "result"):
-        table.add_column(col)
-    for o in outcomes:
-        want = "holds" if o.entry.expect == "holds" else f"violates {o.entry.invariant}"
-        table.add_row(
+    rows = [
+        Row(
             o.entry.name,
             config_summary(o.entry.config),
-            want,
+            "holds" if o.entry.expect == "holds" else f"violates {o.entry.invariant}",
             o.got,
             f"{o.run.result.distinct_states:,}",
             f"{o.seconds:.1f}s",
-            "[green]ok[/green]" if o.ok else "[bold red]FAIL[/bold red]",
+            o.ok,
         )
-    console.print(table)
+        for o in outcomes
+    ]
+    show_rows(console, f"kafkamc gate {file}", rows)
     for o in outcomes:
         for f in o.files:
             console.print(f"saved {f}")

@@ -4,8 +4,23 @@ from __future__ import annotations
 
 from kafkamc.checker.run import CheckRun
 from kafkamc.cli.common import make_console
+from kafkamc.spec.next import BOUNDS
 from kafkamc.spec.protocol import NEWEST, PRESETS
 from kafkamc.traces import render as render_mod
+
+# The search limits that CheckRun.bounds() lists after the model's bounds.
+LIMITS = {
+    "max_states": "distinct states the whole search may find",
+    "time_limit": "seconds the whole search may take",
+    "max_depth": "steps from an initial state a path may take",
+}
+
+
+def bound_lines(bounds: dict) -> list[str]:
+    """One line per bound: its setting, its value and what it counts (the flag's help)."""
+    meaning = {b.setting: b.meaning for b in BOUNDS} | LIMITS
+    width = max(len(f"{k}={v}") for k, v in bounds.items())
+    return [f"  {f'{k}={v}':{width}}  {meaning.get(k, '')}".rstrip() for k, v in bounds.items()]
 
 
 def print_run(run: CheckRun) -> None:
@@ -13,11 +28,7 @@ def print_run(run: CheckRun) -> None:
     r, cfg = run.result, run.config
     if run.trace is not None:
         render_mod.render(run.trace, console)
-    console.print(
-        f"configuration: rf={cfg.rf} minisr={cfg.minisr} acks={cfg.acks} "
-        f"unclean={'on' if cfg.unclean else 'off'}"
-        + (f" (min.insync.replicas capped at rf: {cfg.effective_minisr})" if cfg.minisr > cfg.rf else "")
-    )
+    console.print("configuration: " + cfg.kafka_settings(), highlight=False)
     proto = run.protocol()
     changed = cfg.protocol.differences(PRESETS[NEWEST])
     console.print(
@@ -25,7 +36,9 @@ def print_run(run: CheckRun) -> None:
         + (" (rules as of Kafka " + proto["era"] + ")" if proto["era"] != "custom" else "")
         + ("; differs from the newest in " + ", ".join(f"{k}={v}" for k, v in changed.items()) if changed else "")
     )
-    console.print("bounds: " + ", ".join(f"{k}={v}" for k, v in run.bounds().items()))
+    console.print("bounds:", highlight=False)
+    for line in bound_lines(run.bounds()):
+        console.print(line, highlight=False, markup=False)
     console.print(
         f"{r.distinct_states:,} distinct states, {r.states_generated:,} generated, depth {r.depth}, "
         f"{r.elapsed_s:.2f}s ({r.states_per_second:,.0f} distinct states/s)"

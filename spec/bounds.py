@@ -10,17 +10,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def _flag(name: str) -> str:
+    return "--max-" + name.replace("_", "-")
+
+
 @dataclass(frozen=True)
 class Bound:
-    name: str  # the budget counter; the setting is "max_" + name
+    name: str  # the budget counter, as states and saved traces record it
     default: int
     meaning: str  # what one unit of it is, in Kafka's words (the flag's help)
     limit: int | None = None  # the largest value an explicit-state search can take
+    # The setting's name when it is not the counter's: a renamed setting keeps its counter,
+    # so traces saved before the rename still replay state for state.
+    setting_name: str = ""
+    aliases: tuple[str, ...] = ()  # former setting names (without "max_"), still accepted, deprecated
 
     @property
     def setting(self) -> str:
-        return "max_" + self.name
+        """The Config field, gate file key and summary name: "max_" + the setting's name."""
+        return "max_" + (self.setting_name or self.name)
 
     @property
     def flag(self) -> str:
-        return "--max-" + self.name.replace("_", "-")
+        return _flag(self.setting_name or self.name)
+
+    @property
+    def alias_settings(self) -> tuple[str, ...]:
+        return tuple("max_" + a for a in self.aliases)
+
+    @property
+    def alias_flags(self) -> tuple[str, ...]:
+        return tuple(_flag(a) for a in self.aliases)

@@ -17,8 +17,22 @@ from kafkamc.spec.state import Broker, Budget, Controller, State, bit, replace
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
 
-CRASHES = Bound("crashes", 0, "clean shutdowns (log kept whole)")
-UNCLEAN_CRASHES = Bound("unclean_crashes", 1, "hard crashes that lose the unflushed log tail")
+# Renamed in Kafka's words (--max-crashes, --max-unclean-crashes read like unclean election);
+# the budget counters keep their names so that saved traces still replay.
+CRASHES = Bound(
+    "crashes",
+    0,
+    "clean shutdowns (the whole log flushed to disk and marked clean)",
+    setting_name="clean_shutdowns",
+    aliases=("crashes",),
+)
+UNCLEAN_CRASHES = Bound(
+    "unclean_crashes",
+    1,
+    "hard crashes (kill -9, power loss) that lose the unflushed log tail",
+    setting_name="hard_crashes",
+    aliases=("unclean_crashes",),
+)
 FENCES = Bound("fences", 0, "live brokers fenced by the controller (makes zombie leaders)")
 
 

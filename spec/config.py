@@ -16,14 +16,30 @@ class ConfigError(ValueError):
 
 ACKS = ("all", "1", "0")
 
+# Each bound's setting and its former names (spec/bounds.py), to the bound.
+BY_SETTING: dict[str, Bound] = {s: b for b in BOUNDS for s in (b.setting, *b.alias_settings)}
+
+
+def bound_settings(settings: dict) -> dict[str, Any]:
+    """The bound settings among `settings`, former names changed to the current ones; a
+    bound given under two of its names is a TypeError."""
+    out: dict[str, Any] = {}
+    given_as: dict[str, str] = {}
+    for key in [k for k in settings if k in BY_SETTING]:
+        setting = BY_SETTING[key].setting
+        if setting in out:
+            raise TypeError(f"{setting} is given twice, as {given_as[setting]} and as {key}")
+        out[setting], given_as[setting] = settings[key], key
+    return out
+
 
 @dataclass(frozen=True, init=False)
 class Config:
     """The Kafka settings under test, the protocol era, and the search bounds.
 
     The bounds are not fields written out here: every bound an action declares in
-    spec/next.py is a setting `max_<name>` (Config(max_records=1), cfg.max_records), kept in
-    `limits` as (name, value) pairs in Next's order."""
+    spec/next.py is a setting (Config(max_records=1), cfg.max_records; a former name such as
+    max_crashes still works), kept in `limits` as (counter name, value) pairs in Next's order."""
 
     # Kafka settings
     rf: int = 3  # replication.factor: brokers 1..rf all host the partition
@@ -42,11 +58,11 @@ class Config:
 
     def __init__(self, **settings: Any):
         known = {f.name for f in fields(self)}
-        by_setting = {b.setting: b for b in BOUNDS}
         values = {b.name: b.default for b in BOUNDS}
         values.update(dict(settings.pop("limits", ()) or ()))
-        for name in [k for k in settings if k in by_setting]:
-            values[by_setting[name].name] = settings.pop(name)
+        for setting, value in bound_settings(settings).items():
+            values[BY_SETTING[setting].name] = value
+        settings = {k: v for k, v in settings.items() if k not in BY_SETTING}
         unknown = sorted(set(settings) - known)
         if unknown:
             raise TypeError(f"Config has no setting {', '.join(unknown)}")
@@ -59,12 +75,11 @@ class Config:
         object.__setattr__(self, "_values", dict(self.limits))  # bound(): one lookup, not a scan
 
     def __getattr__(self, name: str) -> int:
-        """cfg.max_records and every other bound's setting."""
-        if name.startswith("max_"):
-            for bound, value in self.__dict__.get("limits", ()):
-                if "max_" + bound == name:
-                    return value
-        raise AttributeError(name)
+        """cfg.max_records and every other bound's setting, former names included."""
+        b = BY_SETTING.get(name)
+        if b is None or "_values" not in self.__dict__:
+            raise AttributeError(name)
+        return self.__dict__["_values"][b.name]
 
     def allows(self, budget, b: Bound) -> bool:
         """Whether a path that spent `budget` may spend one more of bound b."""
@@ -86,8 +101,21 @@ class Config:
     def rule(self, name: str) -> str:
         return getattr(self.protocol, name)
 
+    def kafka_settings(self) -> str:
+        """The Kafka settings under Kafka's own names: the topic's replication.factor and
+        configs, the producer's acks, and the KIP-966 feature level (1: ELR on)."""
+        text = (
+            f"replication.factor={self.rf} min.insync.replicas={self.minisr} acks={self.acks} "
+            f"unclean.leader.election.enable={'true' if self.unclean else 'false'} "
+            f"eligible.leader.replicas.version={1 if self.rule('elr') == 'on' else 0}"
+        )
+        if self.minisr > self.rf:
+            text += f" (min.insync.replicas capped at replication.factor: {self.effective_minisr})"
+        return text
+
     def bounds(self) -> dict[str, int]:
-        return {"max_" + name: value for name, value in self.limits}
+        """Each bound's setting (by its current name) and value, in Next's order."""
+        return {b.setting: self.bound(b) for b in BOUNDS}
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "limits"}
@@ -97,11 +125,17 @@ class Config:
 
     @staticmethod
     def from_dict(data: dict) -> Config:
-        known = {f.name for f in fields(Config) if f.name != "limits"} | {b.setting for b in BOUNDS}
+        """A configuration saved by to_dict, this release's or the previous one's (whose bounds
+        have their former names, max_crashes and max_unclean_crashes)."""
+        known = {f.name for f in fields(Config) if f.name != "limits"} | set(BY_SETTING)
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(f"unknown configuration key(s): {', '.join(unknown)}")
-        data = dict(data)
+        try:
+            bounds = bound_settings(data)
+        except TypeError as e:
+            raise ConfigError(str(e)) from None
+        data = {**{k: v for k, v in data.items() if k not in BY_SETTING}, **bounds}
         if isinstance(data.get("protocol"), dict):
             try:
                 data["protocol"] = Protocol().with_rules(**data["protocol"])

@@ -78,7 +78,8 @@ def test_limits_exit_3(tmp_path):
 def test_human_summary_names_bounds_and_coverage(tmp_path):
     p = kafkamc("check", "--rf", "2", "--minisr", "2", "--quiet", cwd=tmp_path)
     assert p.returncode == 0
-    assert "bounds: max_crashes=0, max_unclean_crashes=1, max_records=2, max_isr_shrinks=2, max_fences=0" in p.stdout
+    bounds = [line.split()[0] for line in p.stdout.split("bounds:\n")[1].splitlines()[:5]]
+    assert " ".join(bounds) == "max_clean_shutdowns=0 max_hard_crashes=1 max_records=2 max_isr_shrinks=2 max_fences=0"
     assert "protocol: 4.1.0 (rules as of Kafka 4.1.0)" in p.stdout
     assert "warning: action ControllerFenceBroker never fired" in p.stdout
     assert "OffsetsForLeaderEpoch never fired" not in p.stdout  # not used by the newest truncation rule
@@ -151,7 +152,7 @@ BAD = [
     (["check", "--engine", "spark", "--strategy", "dfs"], "--engine spark runs breadth-first only"),
     (["check", "--engine", "spark", "--conf", "novalue"], "--conf expects KEY=VALUE"),
     (["check", "--rf", "0"], "--rf must be at least 1"),
-    (["check", "--max-crashes", "-1"], "--max-crashes must not be negative"),
+    (["check", "--max-clean-shutdowns", "-1"], "--max-clean-shutdowns must not be negative"),
     (["check", "--acks", "2"], "Invalid value for '--acks'"),
     (["check", "--strategy", "random"], "Invalid value for '--strategy'"),
     (["check", "--rf", "three"], "Invalid value for '--rf'"),

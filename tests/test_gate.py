@@ -80,6 +80,8 @@ def test_shipped_gate_passes(kafkamc_cli, tmp_path):
     p = kafkamc_cli("gate", shipped, "--junit", tmp_path / "junit.xml")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "10/10 expectations met" in p.stdout
+    for name in ("recommended-rf3-minisr2-two-records", "rf3-minisr2-shutdown-and-hard-crash-no-shrink"):
+        assert f"ok      {name}  " in p.stdout  # piped: one whole line per check
 
 
 @pytest.mark.parametrize(
@@ -115,3 +117,61 @@ def test_gate_output_paths_are_checked_first(tmp_path, kafkamc_cli):
     assert p.returncode == 2 and "is a file, not a folder" in p.stderr and "gate:" not in p.stderr
     p = kafkamc_cli("gate", "tests/gate/kafka.toml", "--out-dir", blocker / "sub")
     assert p.returncode == 2 and "is a file, not a folder" in p.stderr
+
+
+SHIPPED = Path(__file__).parent / "gate" / "kafka.toml"
+
+
+def _rows_of_shipped():
+    from kafkamc.checker.gate import config_summary, load_gate
+    from kafkamc.cli.gate import Row
+
+    entries = load_gate(SHIPPED)
+    return [Row(e.name, config_summary(e.config), "holds", "holds", "1,234", "0.5s", True) for e in entries]
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+@pytest.mark.parametrize("width", [60, 300])
+def test_gate_results_never_cut_a_name(terminal, width):
+    """A narrow terminal gets a block per check, wrapped between words; a wide one a table;
+    anything else a plain line per check: each check's name and settings stay whole."""
+    import io
+
+    from kafkamc.cli.gate import show_rows
+    from rich.console import Console
+
+    rows = _rows_of_shipped()
+    out = io.StringIO()
+    show_rows(Console(file=out, width=width, force_terminal=terminal, color_system=None), "gate", rows)
+    text = out.getvalue()
+    assert "…" not in text
+    words = text.split()
+    for r in rows:
+        assert r.check in words
+        assert all(setting in words for setting in r.configuration.split())
+        if not terminal:  # a plain line: the whole configuration, on the check's line
+            assert any(r.check in line and line.endswith(r.configuration) for line in text.splitlines())
+    assert ("┃ check" in text) == (terminal and width == 300)
+
+
+def test_gate_piped_prints_whole_names(tmp_path, kafkamc_cli):
+    """Piped with a narrow COLUMNS, as CI runs it: the shipped gate's names, on cheap checks."""
+    names = [r.check for r in _rows_of_shipped()]
+    gate = tmp_path / "g.toml"
+    gate.write_text(
+        "[defaults]\nrf = 1\nminisr = 1\nmax_records = 1\nmax_hard_crashes = 0\n"
+        "rules = { isr_join_broker_epoch = 'unchecked' }\n"
+        + "".join(f'[[check]]\nname = "{n}"\nexpect = "holds"\n' for n in names)
+    )
+    p = kafkamc_cli("gate", gate, "--out-dir", tmp_path / "out", columns=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    for n in names:
+        assert any(line.split()[:2] == ["ok", n] for line in lines), n
+    assert (
+        sum(
+            line.endswith("rf=1 minisr=1 isr_join_broker_epoch=unchecked max_hard_crashes=0 max_records=1")
+            for line in lines
+        )
+        == 10
+    )
