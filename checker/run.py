@@ -163,7 +163,7 @@ def run_check(
     for name in reach:
         if name not in known:
             raise ConfigError(f"unknown reachability property {name!r}; properties: {', '.join(known)}")
-    with Progress(enabled=progress) as reporter:
+    with Progress(enabled=progress, strategy=strategy) as reporter:
         if reference:
             from kafkamc.checker.reference import explore_reference
 

@@ -134,19 +134,28 @@ def positive(name: str, value) -> None:
 
 
 def writable(option: str, path, directory: bool = False) -> None:
-    """An output path checked before the work starts: a search's result must not be lost
-    at its end. Missing folders are created then; an existing file on the way, a folder
-    where a file goes, or a folder this user cannot write in is bad input now."""
+    """An output path checked before the work starts: a search's result must not be lost at
+    its end. A file goes into a folder that exists (a mistyped folder is bad input, not a
+    tree to create); an output folder is created now. A file where a folder goes, a folder
+    where a file goes, or a folder this user cannot write in is bad input."""
     p = Path(path).absolute()
     if p.exists() and p.is_dir() != directory:
         raise UsageProblem(f"{option} {path}: {'not a folder' if directory else 'is a folder'}")
-    up = p.parent
-    while not up.exists():
-        up = up.parent
-    if not up.is_dir():
-        raise UsageProblem(f"{option} {path}: {up} is a file, not a folder")
-    if not os.access(up, os.W_OK | os.X_OK):
-        raise UsageProblem(f"{option} {path}: cannot write in {up}")
+    up = p if directory else p.parent
+    if not directory and not up.exists():
+        raise UsageProblem(f"{option} {path}: folder {up} does not exist")
+    base = up
+    while not base.exists():
+        base = base.parent
+    if not base.is_dir():
+        raise UsageProblem(f"{option} {path}: {base} is a file, not a folder")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise UsageProblem(f"{option} {path}: cannot write in {base}")
+    if directory:
+        try:
+            up.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageProblem(f"{option} {path}: cannot create the folder: {e.strerror or e}") from None
 
 
 def only_with(ctx: click.Context, needs: str, given: bool, names: tuple[str, ...]) -> None:

@@ -6,7 +6,15 @@ from pathlib import Path
 from typing import NamedTuple
 
 import click
-from kafkamc.cli.common import EXIT_HOLDS, EXIT_INCOMPLETE, EXIT_VIOLATED, UsageProblem, make_console, writable
+from kafkamc.cli.common import (
+    EXIT_HOLDS,
+    EXIT_INCOMPLETE,
+    EXIT_USAGE,
+    EXIT_VIOLATED,
+    UsageProblem,
+    make_console,
+    writable,
+)
 from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
@@ -95,11 +103,16 @@ def gate(file, junit, out_dir):
         entries = load_gate(file, warn=lambda message: click.echo(f"kafkamc: warning: {message}", err=True))
     except GateError as e:
         raise UsageProblem(str(e)) from None
-    if out_dir is None:
+    # The report folder (--out-dir, else --junit's folder, else ./kafkamc-gate) is created
+    # before the first check, as a CI job expects of a report path; then --junit goes in it.
+    given = out_dir is not None
+    if not given:
         out_dir = Path(junit).parent if junit else Path("kafkamc-gate")
+    if junit and not given and Path(junit).parent.exists() and not Path(junit).parent.is_dir():
+        raise UsageProblem(f"--junit {junit}: {Path(junit).parent} is a file, not a folder")
+    writable("--out-dir" if given or not junit else "--junit", out_dir, directory=True)
     if junit:
         writable("--junit", junit)
-    writable("--out-dir", out_dir, directory=True)
     console = make_console()
     err = make_console(stderr=True)
     outcomes = []
@@ -125,12 +138,18 @@ def gate(file, junit, out_dir):
     for o in outcomes:
         for f in o.files:
             console.print(f"saved {f}")
-    if junit:
-        Path(junit).parent.mkdir(parents=True, exist_ok=True)
-        Path(junit).write_text(junit_xml(outcomes, Path(file).stem) + "\n")
-        console.print(f"JUnit XML written to {junit}")
     failed = [o for o in outcomes if not o.ok]
+    lost = False
+    if junit:
+        try:
+            Path(junit).write_text(junit_xml(outcomes, Path(file).stem) + "\n")
+            console.print(f"JUnit XML written to {junit}")
+        except OSError as e:  # checked before the first check; the disk can still fill up
+            console.print(f"[bold red]JUnit XML could not be written[/bold red] to {junit}: {e.strerror or e}")
+            lost = True
     console.print(f"{len(outcomes) - len(failed)}/{len(entries)} expectations met")
     if outcomes and outcomes[-1].run.result.stop_reason == "interrupted":
         return EXIT_INCOMPLETE
+    if lost:  # a CI job must not pass without its report: the output path was bad after all
+        return EXIT_USAGE
     return EXIT_VIOLATED if failed else EXIT_HOLDS

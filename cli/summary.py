@@ -66,8 +66,7 @@ def print_run(run: CheckRun) -> None:
         )
     if r.verdict == "reached":
         console.print(
-            f"[bold green]reached[/bold green]: {', '.join(run.reach_targets)}; "
-            f"shortest witness saved to {run.trace_file}"
+            f"[bold green]reached[/bold green]: {', '.join(run.reach_targets)}; shortest witness {_saved(run)}"
         )
     elif r.verdict == "holds" and run.reach_targets:
         console.print(
@@ -83,7 +82,7 @@ def print_run(run: CheckRun) -> None:
         console.print(
             f"[bold red]violated[/bold red]: {v.invariant} after {v.length} steps "
             f"(shortest: {'yes' if r.strategy == 'bfs' else 'not guaranteed with dfs'}); "
-            f"trace saved to {run.trace_file}"
+            f"trace {_saved(run)}"
         )
     else:
         covered = run.explored_depth()
@@ -92,3 +91,10 @@ def print_run(run: CheckRun) -> None:
             + (f"every path of up to {covered} steps explored; " if covered is not None else "")
             + "no violation among the states explored"
         )
+
+
+def _saved(run: CheckRun) -> str:
+    """Where the trace went; when writing failed at the end, the trace printed above is all there is."""
+    if run.trace_error is not None:
+        return f"[bold red]could not be saved[/bold red] ({run.trace_error}); it is printed above"
+    return f"saved to {run.trace_file}"

@@ -253,9 +253,30 @@ def test_output_path_is_checked_before_the_search(tmp_path):
     assert p.returncode == 2 and "is a file, not a folder" in p.stderr and p.stdout == ""
 
 
+def test_trace_out_into_a_missing_folder_is_refused_before_the_search(tmp_path):
+    p = kafkamc(*"check --rf 3 --minisr 2 --trace-out /nonexistent/dir/t.json".split(), cwd=tmp_path)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr == "kafkamc: error: --trace-out /nonexistent/dir/t.json: folder /nonexistent/dir does not exist\n"
+    assert not Path("/nonexistent").exists()
+
+
+def test_a_trace_that_cannot_be_written_at_the_end_is_printed_and_said(tmp_path):
+    """/dev/full passes the check before the search and fails the write: no traceback, the
+    counterexample on stdout, the verdict line saying where it could not be saved."""
+    p = kafkamc(*"check --rf 2 --minisr 1 --protocol 0.11 --quiet --trace-out /dev/full".split(), cwd=tmp_path)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert "step 5: BrokerRestart(broker=1)" in p.stdout
+    last = p.stdout.splitlines()[-1]
+    assert last.endswith("trace could not be saved (/dev/full: No space left on device); it is printed above"), last
+    q = kafkamc(*"check --rf 2 --minisr 1 --protocol 0.11 --quiet --json --trace-out /dev/full".split(), cwd=tmp_path)
+    v = json.loads(q.stdout)["violation"]
+    assert (v["trace_file"], v["trace_error"]) == (None, "/dev/full: No space left on device")
+
+
 def test_output_to_a_pipe_keeps_lines_whole(tmp_path):
     """Not on a terminal (CI logs, a pipe) and without COLUMNS, a result line is not wrapped."""
     out = tmp_path / "a-long-folder-name-to-push-the-line-past-eighty-columns" / "unclean-election-trace.json"
+    out.parent.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     p = subprocess.run(
         [EXE, *"check --rf 2 --minisr 1 --unclean --quiet --trace-out".split(), str(out)],

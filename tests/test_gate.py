@@ -175,3 +175,14 @@ def test_gate_piped_prints_whole_names(tmp_path, kafkamc_cli):
         )
         == 10
     )
+
+
+def test_a_junit_report_that_cannot_be_written_at_the_end_is_said_and_exit_2(tmp_path, kafkamc_cli):
+    """/dev/full passes the check before the first entry and fails the write: the table and
+    the saved files are still printed, the report's loss is said, and CI does not pass."""
+    gate = tmp_path / "g.toml"
+    gate.write_text('[[check]]\nname = "tiny"\nrf = 1\nminisr = 1\nexpect = "holds"\n')
+    p = kafkamc_cli("gate", gate, "--junit", "/dev/full", "--out-dir", tmp_path / "out")
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "JUnit XML could not be written to /dev/full: No space left on device" in p.stdout
+    assert p.stdout.splitlines()[-1] == "0/1 expectations met"  # rf 1 loses data: a saved trace too
