@@ -1,0 +1,390 @@
+"""The story of a counterexample: a few lines an engineer would write after the incident.
+
+Generated from the trace alone: each step's state is diffed with the one before it (logs,
+the controller's leader, ISR and ELR, what producers and consumers were told) and the
+action that made the difference names the cause. Nothing here is written per case.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafkamc.invariants.reach import catalog as reach_catalog
+from kafkamc.spec.alter_partition import AlterPartition
+from kafkamc.spec.broker_lifecycle import BrokerCrash, BrokerHeartbeat, BrokerRestart, ControllerFenceBroker
+from kafkamc.spec.config import Config
+from kafkamc.spec.elect_leaders import ElectLeaders
+from kafkamc.spec.fetch import Fetch, OffsetsForLeaderEpoch
+from kafkamc.spec.hw import consumer_hw, hw_isr
+from kafkamc.spec.metadata import MetadataUpdate
+from kafkamc.spec.protocol import NEWEST, PRESETS
+from kafkamc.spec.state import NO_LEADER, Broker, Controller, Ghost, State, bit, members
+
+if TYPE_CHECKING:
+    from kafkamc.traces.trace import Trace
+
+Entry = tuple[int, tuple[int, int]]  # (offset, (leader epoch, record id))
+
+
+def story(trace: Trace) -> list[str]:
+    """The incident summary of a violation; one line for a reachability witness; else nothing."""
+    steps = trace.steps
+    if trace.invariant is None:
+        return _reached(trace)
+    cfg = trace.config
+    era = cfg.protocol.era()
+    if era == "custom":
+        changed = cfg.protocol.differences(PRESETS[NEWEST])
+        era = "newest but " + ", ".join(f"{k}={v}" for k, v in changed.items())
+    lines = [
+        f"What happened (rf={cfg.rf}, min.insync.replicas={cfg.effective_minisr}, acks={cfg.acks}, "
+        f"unclean election {'on' if cfg.unclean else 'off'}, protocol {era}):"
+    ]
+    for i in range(1, len(steps)):
+        events = step_events(cfg, steps, i)
+        if events:
+            lines.append(f"step {i}: " + "; ".join(events))
+    last = len(steps) - 1
+    lines.append(f"at step {last}: " + "; ".join(_ending(cfg, steps[-1][1], steps[-2][1] if last else None)))
+    meaning = (trace.explanation or {}).get("meaning")
+    lines.append(f"promise broken: {meaning} ({trace.invariant})" if meaning else f"promise broken: {trace.invariant}")
+    return lines
+
+
+def _reached(trace: Trace) -> list[str]:
+    """A witness gets one line: the property, and what its last step did."""
+    name = trace.reached
+    if name is None or len(trace.steps) < 2:
+        return []
+    known = list(reach_catalog(trace.config))
+    if trace.property_file is not None:
+        known += trace.property_file.declared()[1]
+    meaning = next((r.meaning for r in known if r.name == name), "")
+    last = len(trace.steps) - 1
+    events = step_events(trace.config, trace.steps, last) or ["see the last step"]
+    return [f"how {name} was reached" + (f" ({meaning})" if meaning else "") + f": at step {last} " + "; ".join(events)]
+
+
+def step_events(cfg: Config, steps: list, i: int) -> list[str]:
+    """What step i did that an incident summary reports, in Kafka's words; [] for routine steps."""
+    action, state = steps[i]
+    prev = steps[i - 1][1]
+    out = []
+    crashed = action.broker if isinstance(action, BrokerCrash) else None
+    if crashed is not None:
+        out.append(_crash(action, prev, state))
+    for b in cfg.brokers:
+        lost = _lost(prev.broker(b).log, state.broker(b).log)
+        if lost and b != crashed:
+            out.append(_truncation(cfg, action, b, prev, state, lost))
+    if isinstance(action, AlterPartition):
+        out += _isr_change(steps, i)
+    else:
+        out += _controller(cfg, action, prev.controller, state)
+    out += _told(cfg, action, prev, state)
+    return [e for e in out if e]
+
+
+# ---------------------------------------------------------------- records and logs
+
+
+def _ids(mask: int) -> str:
+    return "{" + ",".join(map(str, members(mask))) + "}"
+
+
+def _lost(before: tuple, after: tuple) -> list[Entry]:
+    """The entries of `before` that are no longer at their offset in `after`."""
+    same = 0
+    while same < min(len(before), len(after)) and before[same] == after[same]:
+        same += 1
+    return list(enumerate(before))[same:]
+
+
+def _tags(g: Ghost, offset: int, rec: int) -> list[str]:
+    tags = []
+    if offset < len(g.committed) and g.committed[offset] == rec:
+        tags.append("committed")
+    if g.acked >> (rec - 1) & 1:
+        tags.append("acknowledged")
+    return tags
+
+
+def _entries(g: Ghost, entries: list[Entry]) -> str:
+    """r1 at offset 0 (epoch 1, committed, acknowledged), ..."""
+    return ", ".join(
+        f"r{rec} at offset {off} (" + ", ".join([f"epoch {ep}", *_tags(g, off, rec)]) + ")"
+        for off, (ep, rec) in entries
+    )
+
+
+def _log(br: Broker) -> str:
+    if not br.log:
+        return "an empty log"
+    if br.leo == 1:
+        return f"r{br.log[0][1]} at offset 0"
+    return " ".join(f"r{rec}" for _, rec in br.log) + f" at offsets 0-{br.leo - 1}"
+
+
+def _missing(g: Ghost, br: Broker) -> list[str]:
+    """What producers or consumers were promised that this log lacks."""
+    held = {rec for _, rec in br.log}
+    out = []
+    for off, rec in enumerate(g.committed):
+        if off >= br.leo or br.log[off][1] != rec:
+            out.append(f"r{rec} (" + ", ".join(_tags(g, off, rec)) + ")")
+    for rec in range(1, g.acked.bit_length() + 1):
+        if g.acked >> (rec - 1) & 1 and rec not in held and rec not in g.committed:
+            out.append(f"r{rec} (acknowledged)")
+    return out
+
+
+def _holders(state: State, off: int, rec: int) -> tuple[int, ...]:
+    return tuple(b for b, br in enumerate(state.brokers, 1) if off < br.leo and br.log[off][1] == rec)
+
+
+# ---------------------------------------------------------------- what a step did
+
+
+def _crash(a: BrokerCrash, prev: State, state: State) -> str:
+    b = a.broker
+    if a.keep is None:
+        return f"broker {b} shut down cleanly, its log flushed"
+    lost = _lost(prev.broker(b).log, state.broker(b).log)
+    if not lost:
+        return f"broker {b} hard-crashed (kill -9, power loss) with its whole log flushed"
+    kept = f"; the {a.keep} record(s) before it had been flushed" if a.keep else ""
+    return (
+        f"broker {b} hard-crashed (kill -9, power loss) and lost the unflushed tail of its log: "
+        f"{_entries(prev.ghost, lost)}{kept}"
+    )
+
+
+def _truncation(cfg: Config, action, b: int, prev: State, state: State, lost: list[Entry]) -> str:
+    """Why follower b dropped records: the truncation rule at work in this step."""
+    br, before = state.broker(b), prev.broker(b)
+    who = f"broker {b}, follower of {br.leader} in epoch {br.epoch},"
+    to = f"offset {br.leo}"
+    if isinstance(action, OffsetsForLeaderEpoch):
+        to += f" where leader {action.leader} said epoch {before.last_epoch()} ends (OffsetsForLeaderEpoch)"
+    elif isinstance(action, Fetch) and cfg.rule("truncation") == "diverging_epoch":
+        to += f" on a diverging-epoch fetch response from leader {action.leader}"
+    elif isinstance(action, Fetch):
+        to += f" on OFFSET_OUT_OF_RANGE from leader {action.leader}: it was ahead of the leader's log end"
+    elif isinstance(action, (MetadataUpdate, BrokerRestart)):
+        to = f"its own HW {br.hw} (the rule before KIP-101)"
+        who = f"broker {b} became follower of {br.leader} in epoch {br.epoch} and"
+        if isinstance(action, BrokerRestart):
+            who = f"broker {b} restarted (broker epoch {br.bepoch}), became follower of {br.leader} and"
+    else:
+        to += f" during {type(action).__name__}"
+    return f"{who} truncated its log to {to}, dropping {_entries(prev.ghost, lost)}"
+
+
+def _isr_change(steps: list, i: int) -> list[str]:
+    """An ISR change the leader asked for (AlterPartition), with why a follower was dropped."""
+    action, state = steps[i]
+    before, after = steps[i - 1][1].controller, state.controller
+    if before.isr == after.isr:
+        return []
+    ld = action.leader
+    removed, added = members(before.isr & ~after.isr), members(after.isr & ~before.isr)
+    out = []
+    if removed:
+        f = removed[0]
+        out.append(f"leader {ld} shrank the ISR to {_ids(after.isr)}: follower {f} {_lag(steps, i, f)}")
+    if added:
+        f = added[0]
+        out.append(f"leader {ld} expanded the ISR to {_ids(after.isr)} with broker {f}" + _caught_up(steps, i, f))
+    if after.elr != before.elr:
+        out.append(f"ELR now {_ids(after.elr)}")
+    if before.recovering and not after.recovering:
+        out.append("the partition is RECOVERED")
+    return out
+
+
+def _caught_up(steps: list, i: int, f: int) -> str:
+    """What the leader went by when it let follower f back in, when that was not the truth."""
+    action, state = steps[i]
+    lead, fol = steps[i - 1][1].broker(action.leader), state.broker(f)
+    seen, epoch = lead.views[f - 1], lead.vbepochs[f - 1]
+    if epoch and epoch != fol.bepoch:
+        return f", going by a fetch at offset {seen} from its previous life (broker epoch {epoch}, now {fol.bepoch})"
+    if seen > fol.leo:
+        return f", going by a fetch at offset {seen}, though its log now ends at offset {fol.leo}"
+    return ""
+
+
+def _lag(steps: list, i: int, f: int) -> str:
+    """Why a leader took follower f for out of sync: when it stalled, or how far behind it was."""
+    if not steps[i - 1][1].broker(f).stalled:
+        return "was behind the leader's log end (replica.lag.max.messages)"
+    stalled = [j for j in range(1, i) if steps[j][1].broker(f).stalled and not steps[j - 1][1].broker(f).stalled]
+    when = f" at step {stalled[-1]}" if stalled else ""
+    return f"had stopped fetching{when} (replica.lag.time.max.ms)"
+
+
+def _controller(cfg: Config, action, before: Controller, state: State) -> list[str]:
+    """What the controller decided in this step, after what made it decide: a fence, a
+    registration, an operator's request."""
+    after = state.controller
+    b = getattr(action, "broker", getattr(action, "preferred", NO_LEADER))
+    cause, did = "", []
+    if isinstance(action, BrokerCrash) and before.registered & bit(b):
+        did.append("fenced it")
+    elif isinstance(action, ControllerFenceBroker):
+        did.append(f"fenced broker {b} though it is still running (missed heartbeats)")
+    elif isinstance(action, BrokerRestart):
+        br = state.broker(b)
+        cause = f"broker {b} restarted (broker epoch {br.bepoch}) with {_log(br)}"
+    elif isinstance(action, BrokerHeartbeat):
+        did.append(f"unfenced broker {b} on its heartbeat")
+    elif isinstance(action, ElectLeaders):
+        cause = f"an operator asked for a preferred leader election of broker {b} (ElectLeaders)"
+    dropped = isinstance(action, BrokerRestart) and (before.isr | before.elr) & ~(after.isr | after.elr) & bit(b)
+    if dropped:
+        lists = " and ".join(n for n, m in (("ISR", before.isr), ("ELR", before.elr)) if m & bit(b))
+        did.append(f"dropped it from the {lists} after its unclean shutdown (KAFKA-15586)")
+    if after.leader != before.leader:
+        did.append(_election(cfg, action, before, state))
+    elif (after.isr, after.elr) != (before.isr, before.elr) and not dropped:
+        if not did:
+            did.append("changed the partition")
+        did[0] += ": " + _membership(cfg, after, before)
+    if not did:
+        return [cause] if cause else []
+    said = "the controller " + " and ".join(did)
+    return [f"{cause}; {said}" if cause else said]
+
+
+def _membership(cfg: Config, c: Controller, before: Controller | None = None) -> str:
+    """The ISR, and the ELR when it has or had members."""
+    elr = cfg.rule("elr") == "on" and (c.elr or before is None or before.elr)
+    return f"ISR {_ids(c.isr)}" + (f", ELR {_ids(c.elr)}" if elr else "")
+
+
+def _election(cfg: Config, action, before: Controller, state: State) -> str:
+    """The new leader, how it was chosen (the kind of election), and what its log lacks."""
+    after = state.controller
+    b = after.leader
+    if b == NO_LEADER:
+        return f"left the partition offline: no eligible leader ({_membership(cfg, after)})"
+    if isinstance(action, ElectLeaders):
+        how = "as the preferred replica"
+    elif after.recovering and before.lastelr & bit(b):
+        how = "as the last known leader (KIP-966: ISR and ELR were empty); the partition is RECOVERING"
+    elif after.recovering and not (before.recovering and before.isr & bit(b)):
+        how = (
+            f"in an unclean election (unclean.leader.election.enable) though it was not in the ISR "
+            f"{_ids(before.isr)}; the partition is RECOVERING"
+        )
+    elif (before.isr | after.isr) & bit(b):
+        how = f"from the ISR {_ids(after.isr if after.isr & bit(b) else before.isr)} (a clean election)"
+    elif before.elr & bit(b):
+        how = f"from the ELR {_ids(before.elr)} (KIP-966)"
+    else:
+        how = ""
+    who = "it" if getattr(action, "broker", None) == b else f"broker {b}"
+    br = state.broker(b)
+    missing = _missing(state.ghost, br)
+    has = f"{who} has {_log(br)}" if who != "it" or br.log else ""
+    lacks = f"{who} lacks " + ", ".join(missing) if missing else has
+    return f"elected {who} leader of epoch {after.epoch} {how}".rstrip() + (f"; {lacks}" if lacks else "")
+
+
+def _told(cfg: Config, action, prev: State, state: State) -> list[str]:
+    """What producers and consumers learned in this step: acknowledgements and commits."""
+    g0, g = prev.ghost, state.ghost
+    acked = [r for r in range(1, g.acked.bit_length() + 1) if (g.acked & ~g0.acked) >> (r - 1) & 1]
+    committed = list(enumerate(g.committed))[len(g0.committed) :]
+    out = []
+    t = state.true_leader()
+    if committed and t != NO_LEADER:
+        text = f"leader {t}'s HW reached {state.broker(t).hw} {_over(cfg, state, t)}: {_recs(committed)} committed"
+        if sorted(rec for _, rec in committed) == acked:
+            text += f" and acknowledged to the producer (acks={cfg.acks})"
+            acked = []
+        out.append(text + _copies(state, committed))
+    ld = _acking_leader(action, prev, acked[0]) if acked else NO_LEADER
+    if ld != NO_LEADER:
+        entries = [(off, rec) for off, (_, rec) in enumerate(state.broker(ld).log) if rec in acked]
+        when = (
+            "as soon as it appended, before any follower fetched (acks=1)"
+            if cfg.acks == "1"
+            else f"(acks=all) {_over(cfg, state, ld)}"
+        )
+        role = "leader" if ld == state.true_leader() else "zombie leader"
+        out.append(f"{role} {ld} acknowledged {_recs(entries)} to the producer {when}" + _copies(state, entries))
+    return out
+
+
+def _over(cfg: Config, state: State, leader: int) -> str:
+    """The ISR a leader counted, and how it differs from what it should have been."""
+    isr = hw_isr(cfg, state.broker(leader))
+    text = f"over its ISR {_ids(isr)}"
+    if isr != state.controller.isr:
+        text += f" (the controller's ISR: {_ids(state.controller.isr)})"
+    if len(members(isr)) < cfg.effective_minisr:
+        text += f", below min.insync.replicas={cfg.effective_minisr}"
+    return text
+
+
+def _recs(entries: list) -> str:
+    return ", ".join(f"r{rec} at offset {off}" for off, rec in entries)
+
+
+def _acking_leader(action, prev: State, rec: int) -> int:
+    """The leader that answered the producer: the one holding the request in purgatory (acks=all),
+    or the one it produced to (acks=1)."""
+    for b, br in enumerate(prev.brokers, 1):
+        if any(r == rec for _, r, _ in br.purgatory):
+            return b
+    return getattr(action, "leader", NO_LEADER)
+
+
+def _copies(state: State, entries: list) -> str:
+    """Where the records are now: the brokers whose logs hold them at their offsets."""
+    holders = sorted(set.intersection(*(set(_holders(state, off, rec)) for off, rec in entries)))
+    them = "it" if len(entries) == 1 else "them"
+    if not holders:
+        return f"; no broker has {them}"
+    if len(holders) == 1:
+        return f"; only broker {holders[0]} has {them}"
+    return "; brokers " + ",".join(map(str, holders)) + f" have {them}"
+
+
+# ---------------------------------------------------------------- the end
+
+
+def _ending(cfg: Config, last: State, before: State | None) -> list[str]:
+    """The facts at the last step that the broken promise is about."""
+    g = last.ghost
+    facts = []
+    t = last.true_leader()
+    if t != NO_LEADER:
+        br = last.broker(t)
+        fact = f"leader {t} (epoch {br.epoch}) has {_log(br)} and HW {br.hw}"
+        missing = _missing(g, br)
+        if missing:
+            fact += ", lacking " + ", ".join(missing)
+        facts.append(fact)
+        seen = before.ghost.hw_seen if before is not None else g.hw_seen
+        exposed = consumer_hw(cfg, br)
+        if 0 <= exposed < seen:
+            facts.append(f"consumers now read HW {exposed} from it after seeing HW {seen}")
+    else:
+        c = last.controller
+        facts.append(
+            "no broker leads the partition"
+            if c.leader == NO_LEADER
+            else f"broker {c.leader} is the controller's leader of epoch {c.epoch} but does not know it yet"
+        )
+    for b in members(last.controller.isr):
+        br = last.broker(b)
+        if b != t and br.alive:
+            gaps = [f"r{rec}" for off, rec in enumerate(g.committed) if off >= br.leo or br.log[off][1] != rec]
+            if gaps:
+                facts.append(f"ISR member {b} lacks committed {', '.join(gaps)}")
+    for b, br in enumerate(last.brokers, 1):
+        if br.alive and br.leader == b and b != t:
+            facts.append(f"broker {b} still acts as leader of epoch {br.epoch} (a zombie)")
+    return facts
