@@ -22,7 +22,7 @@ from kafkamc.spec.config import Config
 BENCH_CONFIG = Config()  # the default check: `kafkamc check --rf 3 --minisr 2`
 # Past a million distinct states (reduced; six times as many unreduced): rf 3, min ISR 2,
 # two records, two clean shutdowns, two ISR shrinks.
-LARGE_CONFIG = Config(rf=3, minisr=2, max_records=2, max_crashes=2, max_unclean_crashes=0, max_isr_shrinks=2)
+LARGE_CONFIG = Config(rf=3, minisr=2, max_records=2, max_clean_shutdowns=2, max_hard_crashes=0, max_isr_shrinks=2)
 
 # name -> (config, engine). The engines: "local" (one process), "workers[N]" (--workers N),
 # "spark-local[T]" (Spark local mode with T threads and T partitions).

@@ -41,8 +41,8 @@ def _base(rf: int, minisr: int, protocol: Protocol) -> dict:
         track_down=True,
         max_records=1,
         max_isr_shrinks=rf - 1,
-        max_crashes=0,
-        max_unclean_crashes=0,
+        max_clean_shutdowns=0,
+        max_hard_crashes=0,
         max_fences=0,
     )
 
@@ -67,11 +67,13 @@ def _largest_k(
 
 
 def keeps_writing(rf: int, minisr: int, protocol: Protocol, limits: Limits) -> tuple[int | None, int]:
-    return _largest_k(rf, minisr, protocol, limits, "max_crashes", "reached", reach=lambda k: (f"AckedWith{k}Down",))
+    return _largest_k(
+        rf, minisr, protocol, limits, "max_clean_shutdowns", "reached", reach=lambda k: (f"AckedWith{k}Down",)
+    )
 
 
 def loses_nothing(rf: int, minisr: int, protocol: Protocol, limits: Limits) -> tuple[int | None, int]:
-    return _largest_k(rf, minisr, protocol, limits, "max_unclean_crashes", "holds", invariants=["AckedWriteDurability"])
+    return _largest_k(rf, minisr, protocol, limits, "max_hard_crashes", "holds", invariants=["AckedWriteDurability"])
 
 
 def durability_table(

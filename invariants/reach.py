@@ -58,7 +58,7 @@ def acked_with_down(k: int) -> Callable[[Config, View, View], z3.BoolRef]:
 
 
 def _crashes(cfg: Config) -> int:
-    return cfg.max_crashes + cfg.max_unclean_crashes + cfg.max_fences
+    return cfg.max_clean_shutdowns + cfg.max_hard_crashes + cfg.max_fences
 
 
 def catalog(cfg: Config) -> tuple[Reachable, ...]:
@@ -86,7 +86,7 @@ def catalog(cfg: Config) -> tuple[Reachable, ...]:
             lambda c: (
                 _crashes(c) >= 2
                 and _crashes(c) + c.max_isr_shrinks >= c.rf
-                and (c.unclean or (elr and c.max_unclean_crashes >= 1))
+                and (c.unclean or (elr and c.max_hard_crashes >= 1))
             ),
         ),
         Reachable(

@@ -18,7 +18,7 @@ from kafkamc.spec.protocol import Protocol
 from kafkamc.spec.state import UNKNOWN, Broker, Budget, Ghost, State, bit, initial_state, replace
 
 # One clean shutdown: the crash stories below lose no log (hard crashes say keep=...).
-CFG = Config(rf=3, minisr=2, max_records=2, max_crashes=1)
+CFG = Config(rf=3, minisr=2, max_records=2, max_clean_shutdowns=1)
 ELR_OFF = Protocol().with_rules(elr="off")
 STATE_INVARIANTS = [inv.name for inv in INVARIANTS if inv.kind == "state"]
 ACTION_INVARIANTS = [inv.name for inv in INVARIANTS if inv.kind == "action"]
@@ -146,4 +146,4 @@ HEALTHY_TRACE = (
 )
 
 # min.insync.replicas=1 with unclean election and one clean shutdown.
-UNCLEAN = Config(rf=3, minisr=1, unclean=True, max_records=2, max_crashes=1)
+UNCLEAN = Config(rf=3, minisr=1, unclean=True, max_records=2, max_clean_shutdowns=1)

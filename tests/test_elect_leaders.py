@@ -19,7 +19,7 @@ from kafkamc.spec.state import bit, replace
 from kafkamc.traces.trace import format_action
 
 # Broker 1 (preferred) shuts down, broker 2 leads, broker 1 comes back and rejoins the ISR.
-CFG = Config(rf=2, minisr=1, max_records=1, max_crashes=1, max_unclean_crashes=0, max_leader_elections=1)
+CFG = Config(rf=2, minisr=1, max_records=1, max_clean_shutdowns=1, max_hard_crashes=0, max_leader_elections=1)
 
 
 def moved_back():

@@ -29,11 +29,22 @@ EXE = shutil.which("kafkamc", path=os.path.dirname(sys.executable)) or shutil.wh
 TRACES = {
     # a 3-step AckedWriteDurability violation and a 10-step HighWatermarkMonotonic one
     "acks1": ("--acks", "1"),
-    "unclean2": ("--rf", "3", "--minisr", "2", "--max-records", "1", "--max-unclean-crashes", "2"),
+    "unclean2": ("--rf", "3", "--minisr", "2", "--max-records", "1", "--max-hard-crashes", "2"),
 }
 SMALL_MODELS = {
-    "rf1": ("--rf", "1", "--minisr", "1", "--max-unclean-crashes", "0", "--max-crashes", "1"),
-    "rf2": ("--rf", "2", "--minisr", "2", "--max-records", "1", "--max-unclean-crashes", "0", "--max-crashes", "1"),
+    "rf1": ("--rf", "1", "--minisr", "1", "--max-hard-crashes", "0", "--max-clean-shutdowns", "1"),
+    "rf2": (
+        "--rf",
+        "2",
+        "--minisr",
+        "2",
+        "--max-records",
+        "1",
+        "--max-hard-crashes",
+        "0",
+        "--max-clean-shutdowns",
+        "1",
+    ),
 }
 
 

@@ -24,11 +24,12 @@ from kafkamc.spec.state import replace as fast_replace
 
 CACHED = [
     dict(rf=3, minisr=2, max_records=1),
-    dict(rf=2, minisr=1, unclean=True, max_crashes=1, max_fences=1),
+    dict(rf=2, minisr=1, unclean=True, max_clean_shutdowns=1, max_fences=1),
     dict(rf=3, minisr=2, acks="1", max_records=1, max_fences=1),
-    dict(rf=2, minisr=2, track_down=True, max_crashes=1, max_records=2),
+    dict(rf=2, minisr=2, track_down=True, max_clean_shutdowns=1, max_records=2),
 ] + [
-    dict(rf=2, minisr=1, max_records=1, unclean=True, max_crashes=1, max_fences=1, protocol=preset(era)) for era in ERAS
+    dict(rf=2, minisr=1, max_records=1, unclean=True, max_clean_shutdowns=1, max_fences=1, protocol=preset(era))
+    for era in ERAS
 ]
 
 
@@ -87,8 +88,8 @@ class _WholeCheck:
 @pytest.mark.parametrize(
     "kw",
     [
-        dict(rf=3, minisr=1, unclean=True, max_records=2, max_crashes=1),
-        dict(rf=3, minisr=2, acks="1", max_records=2, max_crashes=1),
+        dict(rf=3, minisr=1, unclean=True, max_records=2, max_clean_shutdowns=1),
+        dict(rf=3, minisr=2, acks="1", max_records=2, max_clean_shutdowns=1),
         dict(rf=2, minisr=2),
     ],
 )

@@ -70,9 +70,7 @@ def counterexample(tmp_path_factory):
     """A real 10-step HighWatermarkMonotonic counterexample ending in a RECOVERING election, as a page."""
     d = tmp_path_factory.mktemp("html")
     trace, page = d / "t.json", d / "t.html"
-    p = kafkamc(
-        *"check --rf 3 --minisr 2 --max-records 1 --max-unclean-crashes 2 --quiet --trace-out".split(), str(trace)
-    )
+    p = kafkamc(*"check --rf 3 --minisr 2 --max-records 1 --max-hard-crashes 2 --quiet --trace-out".split(), str(trace))
     assert p.returncode == 1, p.stderr
     h = kafkamc("trace", "html", str(trace), "-o", str(page))
     assert h.returncode == 0, h.stderr

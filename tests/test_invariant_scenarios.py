@@ -68,7 +68,7 @@ def test_no_committed_data_loss_isr_member_lost_committed_record():
 
 # ---------------------------------------------------------------- LeaderCompleteness
 
-UNCLEAN2 = Config(rf=3, minisr=1, unclean=True, max_records=2, max_crashes=2)
+UNCLEAN2 = Config(rf=3, minisr=1, unclean=True, max_records=2, max_clean_shutdowns=2)
 LAGGING3 = (
     Produce(1, 1),
     Fetch(2, 1),
@@ -138,7 +138,7 @@ def test_leader_completeness_ignores_a_leader_that_has_not_applied_its_election(
 
 # ---------------------------------------------------------------- AckedWriteDurability
 
-ACKS1 = Config(rf=3, minisr=2, acks="1", max_records=2, max_crashes=1)
+ACKS1 = Config(rf=3, minisr=2, acks="1", max_records=2, max_clean_shutdowns=1)
 
 
 def test_acked_write_durability_acks_1_leader_crash_before_replication():

@@ -9,7 +9,7 @@ hand-built state, so the hand-built states are not fantasies. States that only a
 step could produce (two leaders in one epoch, a HW above the LEO, ...) are built by
 corrupting one field of a reachable state.
 
-The model's defaults changed with ELR (KIP-966): clean shutdowns cost max_crashes (default 0),
+The model's defaults changed with ELR (KIP-966): clean shutdowns cost max_clean_shutdowns (default 0),
 an ISR shrink needs the follower to have stalled first (isr_lag="time"), and a fenced last ISR
 member leaves the ISR. Stories that need the old behaviour say so in their Config.
 
@@ -96,7 +96,7 @@ def test_well_formed_hw_above_leo():
     """Broker 3 crashed losing its unflushed record (only 0 records survive), but its HW
     checkpoint still says 1: recovery must cut the HW to the surviving log (the model's
     BrokerCrash does min(hw, keep))."""
-    cfg = Config(rf=3, minisr=2, max_records=2, max_unclean_crashes=1)
+    cfg = Config(rf=3, minisr=2, max_records=2, max_hard_crashes=1)
     good = run(cfg, Produce(1, 1), Fetch(2, 1), Fetch(3, 1), Fetch(2, 1), Fetch(3, 1), BrokerCrash(3, keep=0))
     assert good.broker(3) == dead(hw=0, clean=False) and failing(cfg, good) == set()
     s = good.with_broker(3, replace(good.broker(3), hw=1))
@@ -254,7 +254,7 @@ def test_state_test_reads_only_the_changed_components():
     (its parent passed them all): broker 3's broken HW is seen by the test of a step that
     changed broker 3 (or of unknown changes, -1), not by that of a step that changed only
     broker 1, the controller or the ghost; a rewritten ghost is seen by the ghost's test."""
-    cfg = Config(rf=3, minisr=2, max_records=2, max_unclean_crashes=1)
+    cfg = Config(rf=3, minisr=2, max_records=2, max_hard_crashes=1)
     good = run(cfg, Produce(1, 1), Fetch(2, 1), Fetch(3, 1), Fetch(2, 1), Fetch(3, 1), BrokerCrash(3, keep=0))
     bad = good.with_broker(3, replace(good.broker(3), hw=1))
     s = suite(cfg)

@@ -18,13 +18,13 @@ DEFAULT_STATES, DEFAULT_DEPTH = 262297, 27  # `kafkamc check --rf 3 --minisr 2`
 # (configuration, distinct states, BFS depth) for configurations where every invariant holds.
 # Default bounds: two records, one hard crash (page cache lost), two ISR shrinks; protocol: newest.
 HOLDS = [
-    (dict(rf=1, minisr=1, max_unclean_crashes=0, max_crashes=1), 12, 4),
-    (dict(rf=2, minisr=1, max_unclean_crashes=0, max_crashes=1), 2333, 22),
+    (dict(rf=1, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1), 12, 4),
+    (dict(rf=2, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1), 2333, 22),
     (dict(rf=2, minisr=2), 5821, 21),
-    (dict(rf=2, minisr=2, max_records=1, max_crashes=2, max_unclean_crashes=0, max_isr_shrinks=1), 3661, 20),
+    (dict(rf=2, minisr=2, max_records=1, max_clean_shutdowns=2, max_hard_crashes=0, max_isr_shrinks=1), 3661, 20),
     pytest.param(dict(rf=3, minisr=2, max_records=1), 44260, 23, marks=pytest.mark.slow),
     pytest.param(
-        dict(rf=2, minisr=2, max_records=1, max_crashes=1, max_unclean_crashes=0, max_fences=1),
+        dict(rf=2, minisr=2, max_records=1, max_clean_shutdowns=1, max_hard_crashes=0, max_fences=1),
         22762,
         25,
         marks=pytest.mark.slow,
@@ -39,7 +39,7 @@ VIOLATED = [
     # One copy, lost with the page cache: the last known leader comes back RECOVERING (KIP-966).
     (dict(rf=1, minisr=1), "HighWatermarkMonotonic", 3),
     # Both replicas lose their page cache: a correlated failure that min ISR 2 cannot cover.
-    (dict(rf=2, minisr=2, max_unclean_crashes=2), "HighWatermarkMonotonic", 7),
+    (dict(rf=2, minisr=2, max_hard_crashes=2), "HighWatermarkMonotonic", 7),
 ]
 
 # The shortest counterexamples themselves (BFS picks the first in successor order), step by

@@ -25,11 +25,13 @@ from kafkamc.spec.protocol import (
 )
 
 # Bounds, each small enough for the fast suite unless marked.
-ONE_HARD_CRASH = dict(rf=3, minisr=2, max_records=1, max_crashes=0, max_unclean_crashes=1, max_isr_shrinks=2)
-SHUTDOWN_AND_HARD_CRASH = dict(rf=3, minisr=2, max_records=1, max_crashes=1, max_unclean_crashes=1, max_isr_shrinks=0)
-TWO_SHUTDOWNS_RF2 = dict(rf=2, minisr=2, max_records=1, max_crashes=2, max_unclean_crashes=0, max_isr_shrinks=1)
-ONE_SHUTDOWN = dict(rf=3, minisr=2, max_records=1, max_crashes=1, max_unclean_crashes=0, max_isr_shrinks=0)
-TWO_SHUTDOWNS_RF3 = dict(rf=3, minisr=2, max_records=2, max_crashes=2, max_unclean_crashes=0, max_isr_shrinks=1)
+ONE_HARD_CRASH = dict(rf=3, minisr=2, max_records=1, max_clean_shutdowns=0, max_hard_crashes=1, max_isr_shrinks=2)
+SHUTDOWN_AND_HARD_CRASH = dict(
+    rf=3, minisr=2, max_records=1, max_clean_shutdowns=1, max_hard_crashes=1, max_isr_shrinks=0
+)
+TWO_SHUTDOWNS_RF2 = dict(rf=2, minisr=2, max_records=1, max_clean_shutdowns=2, max_hard_crashes=0, max_isr_shrinks=1)
+ONE_SHUTDOWN = dict(rf=3, minisr=2, max_records=1, max_clean_shutdowns=1, max_hard_crashes=0, max_isr_shrinks=0)
+TWO_SHUTDOWNS_RF3 = dict(rf=3, minisr=2, max_records=2, max_clean_shutdowns=2, max_hard_crashes=0, max_isr_shrinks=1)
 
 # (rule=old value, bounds, invariant its KIP/JIRA describes, shortest counterexample length)
 ZOO = [
@@ -66,7 +68,7 @@ HARMLESS_ON_NEWEST = [
     ("truncate_on=leader_change", TWO_SHUTDOWNS_RF2),  # KAFKA-7164
     pytest.param("truncate_on=leader_change", ONE_HARD_CRASH, marks=pytest.mark.slow),
 ]
-LAG = dict(rf=2, minisr=1, max_records=2, max_crashes=0, max_unclean_crashes=0, max_isr_shrinks=1)
+LAG = dict(rf=2, minisr=1, max_records=2, max_clean_shutdowns=0, max_hard_crashes=0, max_isr_shrinks=1)
 
 
 def _with(rule: str) -> Protocol:
@@ -137,7 +139,7 @@ EXPECTED_LOSSES = [
     (dict(rf=3, minisr=1, unclean=True, max_records=1), "NoCommittedDataLoss", 8),
     (dict(rf=3, minisr=2, acks="1", max_records=1), "AckedWriteDurability", 3),
     # Correlated page-cache loss: both ISR members crash hard; the last known leader returns RECOVERING.
-    (dict(rf=3, minisr=2, max_records=1, max_unclean_crashes=2), "HighWatermarkMonotonic", 10),
+    (dict(rf=3, minisr=2, max_records=1, max_hard_crashes=2), "HighWatermarkMonotonic", 10),
 ]
 
 
@@ -152,7 +154,7 @@ def test_expected_losses(kw, invariant, length):
 
 
 def test_correlated_loss_goes_through_a_recovering_election():
-    run = run_check(Config(rf=3, minisr=2, max_records=1, max_unclean_crashes=2))
+    run = run_check(Config(rf=3, minisr=2, max_records=1, max_hard_crashes=2))
     assert run.reached()["RecoveringElection"] is not None
     assert run.result.violation.trace[-1][1].controller.recovering
 

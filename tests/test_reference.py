@@ -22,17 +22,18 @@ from kafkamc.spec.state import replace
 from kafkamc.traces.trace import format_action
 
 PINNED = [
-    dict(rf=1, minisr=1, max_unclean_crashes=0, max_crashes=1),
-    dict(rf=2, minisr=1, max_unclean_crashes=0, max_crashes=1),
+    dict(rf=1, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1),
+    dict(rf=2, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1),
     dict(rf=2, minisr=2),
-    dict(rf=2, minisr=2, max_records=1, max_crashes=2, max_unclean_crashes=0, max_isr_shrinks=1),
+    dict(rf=2, minisr=2, max_records=1, max_clean_shutdowns=2, max_hard_crashes=0, max_isr_shrinks=1),
     dict(rf=2, minisr=1, unclean=True),
     dict(rf=3, minisr=2, acks="1", max_records=1),
     dict(rf=1, minisr=1),
-    dict(rf=2, minisr=2, max_unclean_crashes=2),
+    dict(rf=2, minisr=2, max_hard_crashes=2),
     pytest.param(dict(rf=3, minisr=2, max_records=1), marks=pytest.mark.slow),
     pytest.param(
-        dict(rf=2, minisr=2, max_records=1, max_crashes=1, max_unclean_crashes=0, max_fences=1), marks=pytest.mark.slow
+        dict(rf=2, minisr=2, max_records=1, max_clean_shutdowns=1, max_hard_crashes=0, max_fences=1),
+        marks=pytest.mark.slow,
     ),
     pytest.param(dict(rf=3, minisr=2), marks=pytest.mark.slow, id="default-model"),  # kafkamc check --rf 3 --minisr 2
 ]
@@ -70,7 +71,13 @@ def test_fast_engine_agrees_with_the_reference(kw):
 def test_every_era_agrees_with_the_reference(era):
     fast, ref = both(
         Config(
-            rf=2, minisr=2, max_records=1, max_crashes=1, max_unclean_crashes=0, max_isr_shrinks=1, protocol=preset(era)
+            rf=2,
+            minisr=2,
+            max_records=1,
+            max_clean_shutdowns=1,
+            max_hard_crashes=0,
+            max_isr_shrinks=1,
+            protocol=preset(era),
         )
     )
     assert fast == ref
@@ -78,7 +85,7 @@ def test_every_era_agrees_with_the_reference(era):
 
 # ---------------------------------------------------------------- mutations
 
-SMALL = dict(rf=2, minisr=2, max_records=1, max_unclean_crashes=0, max_crashes=0, max_fences=1, max_isr_shrinks=1)
+SMALL = dict(rf=2, minisr=2, max_records=1, max_hard_crashes=0, max_clean_shutdowns=0, max_fences=1, max_isr_shrinks=1)
 
 
 def mutated(action_type, step) -> tuple:

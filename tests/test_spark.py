@@ -40,8 +40,8 @@ from kafkamc.traces.trace import Trace, load
 
 pytestmark = pytest.mark.spark
 
-ONE_CRASH_RF1 = Config(rf=1, minisr=1, max_unclean_crashes=0, max_crashes=1)
-ONE_CRASH_RF2 = Config(rf=2, minisr=1, max_unclean_crashes=0, max_crashes=1)
+ONE_CRASH_RF1 = Config(rf=1, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1)
+ONE_CRASH_RF2 = Config(rf=2, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1)
 UNCLEAN = Config(rf=2, minisr=1, unclean=True)
 
 # (config, verdict, distinct states (holds) or violated invariant, depth or counterexample length,
@@ -62,7 +62,7 @@ CASES = {
     ),
     # The rest of the pinned table (tests/test_pinned.py) and the bug zoo (tests/test_protocols.py).
     "two-shutdowns-rf2": (
-        Config(rf=2, minisr=2, max_records=1, max_crashes=2, max_unclean_crashes=0, max_isr_shrinks=1),
+        Config(rf=2, minisr=2, max_records=1, max_clean_shutdowns=2, max_hard_crashes=0, max_isr_shrinks=1),
         "holds",
         3661,
         20,
@@ -71,7 +71,7 @@ CASES = {
     ),
     "rf1-hard-crash": (Config(rf=1, minisr=1), "violated", "HighWatermarkMonotonic", 3, 2, 4),
     "rf2-two-hard-crashes": (
-        Config(rf=2, minisr=2, max_unclean_crashes=2),
+        Config(rf=2, minisr=2, max_hard_crashes=2),
         "violated",
         "HighWatermarkMonotonic",
         7,
@@ -83,8 +83,8 @@ CASES = {
             rf=2,
             minisr=2,
             max_records=1,
-            max_crashes=2,
-            max_unclean_crashes=0,
+            max_clean_shutdowns=2,
+            max_hard_crashes=0,
             max_isr_shrinks=1,
             protocol=Protocol().with_rules(truncation="hw"),
         ),
@@ -99,8 +99,8 @@ CASES = {
             rf=3,
             minisr=2,
             max_records=1,
-            max_crashes=1,
-            max_unclean_crashes=1,
+            max_clean_shutdowns=1,
+            max_hard_crashes=1,
             max_isr_shrinks=0,
             protocol=Protocol().with_rules(isr_join_broker_epoch="unchecked"),
         ),
@@ -181,7 +181,7 @@ def test_package_zip_imports_alone(tmp_path):
         from kafkamc.spec.config import Config
         from kafkamc.checker.fast import FastModel
         assert kafkamc.checker.spark.__file__.startswith({str(zip_path)!r}), kafkamc.checker.spark.__file__
-        cfg = Config(rf=1, minisr=1, max_unclean_crashes=0, max_crashes=1)
+        cfg = Config(rf=1, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1)
         print(explore(FastModel(cfg), InvariantSuite(cfg)).distinct_states)
     """)
     p = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)

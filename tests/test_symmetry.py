@@ -25,8 +25,8 @@ from kafkamc.traces.trace import Trace, load
 # (configuration, distinct states reduced, unreduced): unreduced is rf! times reduced, as
 # every orbit has rf! members (the assignment order tells relabellings apart).
 COUNTS = [
-    (dict(rf=1, minisr=1, max_unclean_crashes=0, max_crashes=1), 12, 12),
-    (dict(rf=2, minisr=1, max_unclean_crashes=0, max_crashes=1), 2333, 4666),
+    (dict(rf=1, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1), 12, 12),
+    (dict(rf=2, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1), 2333, 4666),
     (dict(rf=2, minisr=2), 5821, 11642),
     pytest.param(dict(rf=3, minisr=2, max_records=1), 44260, 265560, marks=pytest.mark.slow),
 ]
@@ -35,7 +35,7 @@ VIOLATED = [
     (dict(rf=2, minisr=1, unclean=True), "NoCommittedDataLoss", 5),
     (dict(rf=3, minisr=2, acks="1", max_records=1), "AckedWriteDurability", 3),
     (dict(rf=1, minisr=1), "HighWatermarkMonotonic", 3),
-    (dict(rf=2, minisr=2, max_unclean_crashes=2), "HighWatermarkMonotonic", 7),
+    (dict(rf=2, minisr=2, max_hard_crashes=2), "HighWatermarkMonotonic", 7),
 ]
 
 

@@ -19,8 +19,8 @@ from kafkamc.spec.protocol import preset
 
 HOLDS = [
     dict(rf=2, minisr=2),
-    dict(rf=2, minisr=1, max_unclean_crashes=0, max_crashes=1, symmetry=False),
-    dict(rf=2, minisr=2, max_records=1, max_crashes=1, max_unclean_crashes=0, max_fences=1),
+    dict(rf=2, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1, symmetry=False),
+    dict(rf=2, minisr=2, max_records=1, max_clean_shutdowns=1, max_hard_crashes=0, max_fences=1),
     pytest.param(dict(rf=3, minisr=2, max_records=1), marks=pytest.mark.slow),
 ]
 
@@ -28,8 +28,8 @@ VIOLATED = [
     dict(rf=2, minisr=1, unclean=True),
     dict(rf=3, minisr=2, acks="1", max_records=1),
     dict(rf=1, minisr=1),
-    dict(rf=2, minisr=2, max_unclean_crashes=2),
-    dict(rf=2, minisr=1, max_records=1, max_crashes=1, protocol=preset("0.9.0")),
+    dict(rf=2, minisr=2, max_hard_crashes=2),
+    dict(rf=2, minisr=1, max_records=1, max_clean_shutdowns=1, protocol=preset("0.9.0")),
 ]
 
 

@@ -37,7 +37,9 @@ CONFIGS = {
     # The newest rules (ELR on) with the default bounds: one hard crash.
     "rf3-minisr2": Config(rf=3, minisr=2),
     # Two clean shutdowns of the ISR, then an unclean election of the lagging replica.
-    "rf3-minisr1-unclean": Config(rf=3, minisr=1, unclean=True, max_crashes=2, max_unclean_crashes=0, track_down=True),
+    "rf3-minisr1-unclean": Config(
+        rf=3, minisr=1, unclean=True, max_clean_shutdowns=2, max_hard_crashes=0, track_down=True
+    ),
     "rf3-acks1": Config(rf=3, minisr=2, acks="1"),
     "rf2-minisr1-unclean-fence": Config(rf=2, minisr=1, unclean=True, max_fences=1),
     # The oldest rules: no ELR (other WellFormed parts), the leader's HW exposed as is,
