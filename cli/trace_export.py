@@ -61,10 +61,7 @@ def _n(count: int, noun: str) -> str:
 
 def _print_report(r: dict, cfg: Config) -> None:
     scc, ends = r["scc"], r["deadlocks"]
-    click.echo(
-        f"configuration: rf={cfg.rf} minisr={cfg.minisr} acks={cfg.acks} "
-        f"unclean={'on' if cfg.unclean else 'off'} protocol={cfg.protocol.era()}"
-    )
+    click.echo(f"configuration: {cfg.kafka_settings()} protocol={cfg.protocol.era()}")
     click.echo("bounds: " + ", ".join(f"{k}={v}" for k, v in cfg.bounds().items()))
     click.echo(
         f"{_n(r['states'], 'state')}, {_n(r['edges'], 'edge')} ({_n(r['transitions'], 'transition')}), "

@@ -397,3 +397,24 @@ def test_browser_witness_opens_at_reached_step(witness, open_page):
     expect(page.locator("#reached")).to_be_visible()
     expect(page.get_by_test_id("reached-name")).to_have_text("ElrElection")
     expect(page.locator("#sequence .seq-row.seq-reached")).to_have_attribute("data-step", str(last))
+
+
+def test_ghost_values_are_not_the_controllers(counterexample):
+    """Committed, acknowledged and the HW consumers saw are what clients were told: they sit
+    apart from the controller's metadata, in the producer's lane under "observed"."""
+    _, page = counterexample
+    data = embedded(page)
+    last = data["steps"][-1]
+    assert set(last["controller"]) == {
+        "leader",
+        "leader epoch",
+        "partition epoch",
+        "ISR",
+        "ELR",
+        "last known leader",
+        "recovery",
+        "unfenced",
+        "broker epochs",
+    }
+    assert set(last["observed"]) == {"committed", "acknowledged", "HW seen by consumers"}
+    assert data["summary"].startswith("replication.factor=3 min.insync.replicas=2 acks=all")

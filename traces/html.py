@@ -17,7 +17,7 @@ from pathlib import Path
 from kafkamc.spec.state import NO_LEADER, State, members
 from kafkamc.traces.html_diagram import sequence_svg
 from kafkamc.traces.html_page import PAGE as _PAGE  # the page's template: CSS and JavaScript
-from kafkamc.traces.render import broker_row, controller_line, health
+from kafkamc.traces.render import broker_row, controller_fields, ghost_fields, health
 from kafkamc.traces.trace import Trace, format_action
 from kafkamc.traces.words import kafka_value, kafka_words
 
@@ -155,14 +155,14 @@ def messages(action, state: State, prev: State | None) -> tuple[list, list]:
 
 def step_view(cfg, index: int, action, state: State, prev: State | None) -> dict:
     msgs, marks = messages(action, state, prev)
-    ctl = controller_line(state)
     return {
         "index": index,
         "action": format_action(action),
         "type": type(action).__name__ if action is not None else "Init",
         "brokers": [_broker_view(state, b) for b in cfg.brokers],
-        "controller": ctl,
-        "producer": {"acks": cfg.acks, "acked": ctl["acked"]},
+        "controller": controller_fields(state),
+        "producer": {"acks": cfg.acks},
+        "observed": ghost_fields(state),  # what clients were told: no broker or controller knows it
         "health": health(cfg, state),
         "messages": msgs,
         "marks": marks,
@@ -191,8 +191,7 @@ def page_data(trace: Trace) -> dict:
         "trace": {**trace.to_json(), **trace.extra},
         "steps": steps,
         "epochs": epochs,
-        "summary": f"rf={cfg.rf} minisr={cfg.minisr} acks={cfg.acks} unclean={'on' if cfg.unclean else 'off'} "
-        f"protocol {cfg.protocol.era()}",
+        "summary": f"{cfg.kafka_settings()} protocol {cfg.protocol.era()}",
         "invariant": trace.invariant,
         "explanation": trace.explanation,
         "failed_parts": failed_parts(trace.explanation),

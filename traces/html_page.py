@@ -71,6 +71,8 @@ PAGE = r"""<!DOCTYPE html>
   .gutter { border-right: 1px solid var(--line); background: repeating-linear-gradient(90deg, #fff 0 14px, #fcfcfc 14px 28px); }
   .lane-body { padding: 6px 10px; }
   .kv { display: inline-block; margin: 0 12px 3px 0; white-space: nowrap; }
+  .observed { display: inline-block; border-left: 2px dashed var(--muted); padding-left: 8px; }
+  .observed::before { content: "observed by clients:"; color: var(--muted); font-size: 12px; margin-right: 8px; }
   .kv .k { color: var(--muted); font-size: 12px; margin-right: 4px; }
   .kv .v { font-family: ui-monospace, Menlo, Consolas, monospace; padding: 0 2px; border-radius: 3px; }
   .wrap .v { white-space: normal; }
@@ -227,10 +229,13 @@ function controllerLane(step, prev) {
     `<div class="gutter"></div><div class="lane-body">${marksFor(step, "controller")}${fields}</div></div>`;
 }
 
+// The producer's lane also carries what clients were told (the ghost): observed, not protocol state.
 function producerLane(step, prev) {
+  let observed = "";
+  for (const [k, v] of Object.entries(step.observed)) observed += kv(k, v, prev ? prev.observed[k] : undefined);
   return `<div class="lane" data-lane="producer" data-testid="lane-producer"><div class="lane-name"><div class="title">producer</div></div>` +
     `<div class="gutter"></div><div class="lane-body">${kv("acks", step.producer.acks)}` +
-    `${kv("acknowledged", step.producer.acked, prev ? prev.producer.acked : undefined)}</div></div>`;
+    `<div class="observed" data-testid="observed" title="observed by clients; not protocol state">${observed}</div></div></div>`;
 }
 
 // Arrows for the step's messages, drawn over the gutter column between the lanes' centres.

@@ -106,18 +106,6 @@ def ghost_fields(state: State) -> dict:
     }
 
 
-def controller_line(state: State) -> dict:
-    """The controller's fields and, under their former keys, the ghost's: the HTML page reads
-    this one dict (the terminal shows the two apart, controller_fields and ghost_fields)."""
-    g = state.ghost
-    return {
-        **controller_fields(state),
-        "committed": " ".join(f"r{r}" for r in g.committed) or "-",
-        "acked": ",".join(_acked(state)) or "-",
-        "HW seen by consumers": str(g.hw_seen),
-    }
-
-
 def health(cfg, state: State) -> list[str]:
     """The partition's condition as Kafka's metrics name it."""
     c = state.controller
