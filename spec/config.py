@@ -144,7 +144,13 @@ class Config:
         return Config(**data).validated()
 
     def validated(self) -> Config:
-        if not isinstance(self.rf, int) or self.rf < 1:
+        for name, value in (("--rf", self.rf), ("--minisr", self.minisr)):
+            if not isinstance(value, int) or isinstance(value, bool):  # a trace file can say `true`
+                raise ConfigError(f"{name} must be a whole number (got {value!r})")
+        for name, value in (("--unclean-leader-election", self.unclean), ("--symmetry", self.symmetry)):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{name} must be true or false (got {value!r})")
+        if self.rf < 1:
             raise ConfigError(f"--rf must be at least 1 (got {self.rf})")
         if self.rf > 5:
             raise ConfigError(f"--rf {self.rf} is beyond what an explicit-state search can cover; use at most 5")

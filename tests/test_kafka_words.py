@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 
 import pytest
@@ -217,3 +218,18 @@ def test_memory_counts_child_processes():
     finally:
         child.kill()
         child.wait()
+
+
+@pytest.mark.parametrize(
+    ("settings", "says"),
+    [
+        ({"rf": True}, "--rf must be a whole number (got True)"),
+        ({"minisr": "2"}, "--minisr must be a whole number (got '2')"),
+        ({"unclean": "yes"}, "--unclean-leader-election must be true or false (got 'yes')"),
+        ({"symmetry": 1}, "--symmetry must be true or false (got 1)"),
+    ],
+)
+def test_settings_of_the_wrong_type_are_refused(settings, says):
+    """A trace file or a Python caller can hand over any JSON value; Config takes none of the wrong type."""
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        Config.from_dict({**Config().to_dict(), **settings}).validated()
