@@ -190,28 +190,10 @@ def check(
 def _run_spark_safely(
     cfg, strategy, limits, names, progress, trace_out, reach, spark, workers=1, reference=False, properties=None
 ):
-    """A Spark that cannot start is bad input for this machine: one line, exit 2."""
-    if spark is None:
-        from kafkamc.checker.workers import WorkerFailed
+    """A worker or a Spark that fails is bad input for this machine: one line, exit 2."""
+    from kafkamc.checker.workers import WorkerFailed
 
-        try:
-            return run_check(
-                cfg,
-                strategy,
-                limits,
-                names,
-                progress=progress,
-                trace_out=trace_out,
-                reach=reach,
-                workers=workers,
-                reference=reference,
-                properties=properties,
-            )
-        except WorkerFailed as e:
-            raise UsageProblem(f"a worker process failed: {e}") from None
-    from kafkamc.checker.spark import SparkJobFailed, SparkUnavailable
-
-    try:
+    def run(**engine):
         return run_check(
             cfg,
             strategy,
@@ -220,9 +202,19 @@ def _run_spark_safely(
             progress=progress,
             trace_out=trace_out,
             reach=reach,
-            spark=spark,
             properties=properties,
+            **engine,
         )
+
+    if spark is None:
+        try:
+            return run(workers=workers, reference=reference)
+        except WorkerFailed as e:
+            raise UsageProblem(f"a worker process failed: {e}") from None
+    from kafkamc.checker.spark import SparkJobFailed, SparkUnavailable
+
+    try:
+        return run(spark=spark)
     except SparkUnavailable as e:
         raise UsageProblem(f"Spark could not start: {e}") from None
     except SparkJobFailed as e:
