@@ -69,6 +69,7 @@ NEXT: tuple[Action, ...] = (
     Action(fe.ReplicaStall, fe.stall_candidates, fe.replica_stall, enabled_by=(ap.ISR_SHRINKS,)),
     Action(md.MetadataUpdate, md.metadata_candidates, md.metadata_update),
     Action(lc.BrokerCrash, lc.crash_candidates, lc.broker_crash, bounds=_DEAD),
+    Action(lc.BrokerSessionTimeout, lc.session_timeout_candidates, lc.broker_session_timeout, enabled_by=_DEAD),
     Action(lc.ControllerFenceBroker, lc.fence_candidates, lc.controller_fence_broker, bounds=(lc.FENCES,)),
     Action(lc.BrokerHeartbeat, lc.heartbeat_candidates, lc.broker_heartbeat, enabled_by=(lc.FENCES,)),
     Action(el.ElectLeaders, el.elect_leaders_candidates, el.elect_leaders, bounds=(el.LEADER_ELECTIONS,)),
