@@ -53,6 +53,20 @@ def leader_completeness(cfg: Config, V: View) -> Parts:
     ]
 
 
+def eligible_replicas_complete(cfg: Config, V: View) -> Parts:
+    # KIP-966: the ELR is "replicas that are not in the ISR but are guaranteed to have the
+    # committed data"; the controller elects from it only unfenced members, so those are
+    # the ones that must hold every committed record.
+    return [
+        (
+            f"unfenced ELR member {b} holds committed offset {i}",
+            z3.Implies(z3.And(V.in_elr[b], V.registered[b], V.committed_len > i), V.log[b][i] == V.committed[i]),
+        )
+        for b in cfg.brokers
+        for i in _offsets(cfg)
+    ]
+
+
 def acked_durability(cfg: Config, V: View) -> Parts:
     return [
         (
@@ -181,6 +195,13 @@ INVARIANTS: tuple[Invariant, ...] = (
         "state",
         "the partition's leader holds every record ever committed, at its offset",
         leader_completeness,
+    ),
+    Invariant(
+        "EligibleReplicasComplete",
+        "safety",
+        "state",
+        "every unfenced member of the ELR holds every committed record at its offset (KIP-966)",
+        eligible_replicas_complete,
     ),
     Invariant(
         "AckedWriteDurability",

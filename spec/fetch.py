@@ -102,8 +102,14 @@ def send_fetch(cfg: Config, state: State, a: Fetch) -> FetchRequest | None:
 
 
 def handle_fetch(cfg: Config, state: State, a: Fetch, req: FetchRequest) -> tuple[State, FetchResponse]:
-    """The leader's side (Partition.fetchRecords): check divergence, learn the follower's LEO
-    from the fetch offset (updateFollowerFetchState), maybe advance the HW."""
+    """The leader's side (Partition.fetchRecords): check divergence, read the answer, then learn
+    the follower's LEO from the fetch offset (updateFollowerFetchState) and maybe advance the HW.
+
+    The answer carries the HW read with the records, before the update: ReplicaManager's
+    readFromLog reads the log and the HW first and updateFollowerFetchState runs after it.
+    So a follower learns an HW its fetch made possible one fetch later, the window KIP-101's
+    loss needs. (A caught-up follower's fetch waits in purgatory and re-reads the HW when it
+    completes; the model's next fetch delivers that same HW, so no behaviour is lost.)"""
     ld, f = a.leader, a.follower
     lead = state.broker(ld)
     fetch_offset = req.fetch_offset
@@ -117,14 +123,14 @@ def handle_fetch(cfg: Config, state: State, a: Fetch, req: FetchRequest) -> tupl
     elif fetch_offset > lead.leo:
         # OFFSET_OUT_OF_RANGE: the follower is ahead and truncates to the leader's LEO.
         return state, FetchResponse(ld, lead.epoch, fetch_offset, hw=lead.hw, diverging=(UNDEFINED, lead.leo))
+    answer = FetchResponse(
+        ld, lead.epoch, fetch_offset, records=lead.log[fetch_offset : fetch_offset + FETCH_MAX_RECORDS], hw=lead.hw
+    )
     views, vbepochs = list(lead.views), list(lead.vbepochs)
     views[f - 1] = fetch_offset  # learned from the request, never from the response
     vbepochs[f - 1] = req.bepoch  # KIP-903: the fetch names the follower's broker epoch
     lead = replace(lead, views=tuple(views), vbepochs=tuple(vbepochs))
-    state = advance_leader_hw(cfg, state.with_broker(ld, lead), ld)
-    lead = state.broker(ld)
-    records = lead.log[fetch_offset : fetch_offset + FETCH_MAX_RECORDS]
-    return state, FetchResponse(ld, lead.epoch, fetch_offset, records=records, hw=lead.hw)
+    return advance_leader_hw(cfg, state.with_broker(ld, lead), ld), answer
 
 
 def handle_fetch_response(cfg: Config, state: State, a: Fetch, resp: FetchResponse) -> State:
