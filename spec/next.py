@@ -70,6 +70,12 @@ NEXT: tuple[Action, ...] = (
     Action(md.MetadataUpdate, md.metadata_candidates, md.metadata_update),
     Action(lc.BrokerCrash, lc.crash_candidates, lc.broker_crash, bounds=_DEAD),
     Action(lc.BrokerSessionTimeout, lc.session_timeout_candidates, lc.broker_session_timeout, enabled_by=_DEAD),
+    Action(
+        lc.CheckpointHighWatermarks,
+        lc.checkpoint_candidates,
+        lc.checkpoint_high_watermarks,
+        enabled_by=(lc.UNCLEAN_CRASHES,),
+    ),
     Action(lc.ControllerFenceBroker, lc.fence_candidates, lc.controller_fence_broker, bounds=(lc.FENCES,)),
     Action(lc.BrokerHeartbeat, lc.heartbeat_candidates, lc.broker_heartbeat, enabled_by=(lc.FENCES,)),
     Action(el.ElectLeaders, el.elect_leaders_candidates, el.elect_leaders, bounds=(el.LEADER_ELECTIONS,)),

@@ -122,6 +122,9 @@ class Broker:
     stalled: bool = False  # stuck or slow: has not fetched for replica.lag.time.max.ms
     # Process state kept across a crash.
     clean: bool = True  # the last shutdown was clean (Kafka checks this at re-registration)
+    # The HW last written to the checkpoint file (replication-offset-checkpoint); a hard crash
+    # restarts from it, not from the HW in memory (spec/broker_lifecycle.py).
+    checkpoint_hw: int = 0
 
     @property
     def leo(self) -> int:

@@ -1,9 +1,12 @@
-"""A crashed broker stays registered until its session times out (broker.session.timeout.ms).
+"""A crashed broker stays registered until its session times out (broker.session.timeout.ms),
+and restarts after a hard crash with the HW of its checkpoint file.
 
 BrokerCrash changes the broker alone; BrokerSessionTimeout is the controller's fence
 (ReplicationControlManager.maybeFenceOneStaleBroker); BrokerRestart waits for it
 (ClusterControlManager.registerBroker: DuplicateBrokerRegistrationException while the old
-session is valid). The paths are built by hand through Model.step (tests/invariant_helpers.py).
+session is valid). CheckpointHighWatermarks writes the HW file (ReplicaManager.
+checkpointHighWatermarks); a hard crash reads it back. The paths are built by hand through
+Model.step (tests/invariant_helpers.py).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from kafkamc.spec.broker_lifecycle import (
     BrokerCrash,
     BrokerRestart,
     BrokerSessionTimeout,
+    CheckpointHighWatermarks,
     ControllerFenceBroker,
     broker_restart,
     broker_session_timeout,
@@ -139,4 +143,50 @@ def test_engines_agree_with_the_session_timeout():
             ref.states_generated,
             ref.depth,
         )
-        assert fast.coverage["BrokerSessionTimeout"] == ref.coverage["BrokerSessionTimeout"] > 0
+        for name in ("BrokerSessionTimeout", "CheckpointHighWatermarks"):
+            assert fast.coverage[name] == ref.coverage[name] > 0
+
+
+# ---------------------------------------------------------------- the HW checkpoint
+
+# Record 1 written and fetched by both followers twice: leader 1's HW is 1 in memory.
+COMMITTED = (Produce(1, 1), Fetch(2, 1), Fetch(3, 1), Fetch(2, 1), Fetch(3, 1))
+
+
+def test_the_checkpoint_lags_the_hw_in_memory():
+    s = run(CFG, *COMMITTED)
+    assert (s.broker(1).hw, s.broker(1).checkpoint_hw) == (1, 0)
+    assert CheckpointHighWatermarks(1) in actions_of(CFG, s, 1)
+    written = run(CFG, CheckpointHighWatermarks(1), state=s)
+    assert written.broker(1).checkpoint_hw == 1
+    assert CheckpointHighWatermarks(1) not in actions_of(CFG, written, 1)  # nothing new to write
+
+
+def test_a_hard_crash_restarts_from_the_checkpoint_not_from_memory():
+    """Broker 1 loses no record (keep=1) but its checkpoint still says 0: it restarts at HW 0."""
+    s = run(CFG, *COMMITTED, BrokerCrash(1, keep=1))
+    assert s.broker(1).log == ((1, 1),) and s.broker(1).hw == 0
+    s = run(CFG, BrokerSessionTimeout(1), BrokerRestart(1), state=s)
+    assert s.broker(1).alive and s.broker(1).hw == 0
+
+
+def test_a_written_checkpoint_survives_a_hard_crash_up_to_the_log_end():
+    written = run(CFG, *COMMITTED, CheckpointHighWatermarks(1))
+    assert run(CFG, BrokerCrash(1, keep=1), state=written).broker(1).hw == 1
+    assert run(CFG, BrokerCrash(1, keep=0), state=written).broker(1).hw == 0  # capped at the log end
+
+
+def test_a_clean_shutdown_writes_the_checkpoint():
+    s = run(CFG, *COMMITTED, BrokerCrash(1))
+    assert (s.broker(1).hw, s.broker(1).checkpoint_hw) == (1, 1)
+    s = run(CFG, BrokerSessionTimeout(1), BrokerRestart(1), state=s)
+    assert (s.broker(1).hw, s.broker(1).checkpoint_hw) == (1, 1)
+
+
+def test_checkpoints_are_forgotten_once_no_hard_crash_is_left():
+    """The last hard crash sets every checkpoint to 0 and the step is offered no more: no
+    checkpoint will be read again."""
+    s = run(CFG, *COMMITTED, CheckpointHighWatermarks(1), BrokerCrash(3, keep=1))
+    assert [br.checkpoint_hw for br in s.brokers] == [0, 0, 0]
+    assert s.broker(1).hw == 1  # memory is untouched
+    assert not any(isinstance(a, CheckpointHighWatermarks) for b in (1, 2, 3) for a in actions_of(CFG, s, b))
