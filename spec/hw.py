@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafkamc.spec.state import NO_LEADER, Broker, State, members, replace, size
+from kafkamc.spec.state import NO_LEADER, Broker, State, bit, members, replace, size
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -21,10 +21,36 @@ def hw_isr(cfg: Config, br: Broker) -> int:
     return br.isr
 
 
+def waits_for_joining(cfg: Config, state: State, br: Broker, f: int) -> bool:
+    """Partition.maybeIncrementLeaderHW's shouldWaitForReplicaToJoinIsr (the
+    hw_joining_replica rule): whether the HW waits for follower f, outside the ISR in use,
+    as for an ISR member.
+
+    Kafka asks ReplicaState.isCaughtUp: f's fetch reached the leader's LEO no longer than
+    replica.lag.time.max.ms ago (KAFKA-4485, 0.10.2.0). The model keeps no clock; it reads
+    that as the ISR shrink does (isr_lag=time): the leader saw f fetch at or above its HW,
+    and f has not stalled since. Since 3.6.0 f must also be allowed to join the ISR,
+    isReplicaIsrEligible (KAFKA-15021): not fenced (the controller's registrations stand for
+    the leader's metadata cache) and, under KIP-903, the broker epoch of its last fetch is
+    its current registration's. Kafka also excludes a broker in controlled shutdown, which
+    the model does not have. Before 0.10.2.0 only ISR members counted."""
+    rule = cfg.rule("hw_joining_replica")
+    if rule == "ignore" or br.views[f - 1] < br.hw or state.is_stalled(f):
+        return False
+    if rule == "wait_eligible":
+        c = state.controller
+        if not c.registered & bit(f):
+            return False
+        if cfg.rule("isr_join_broker_epoch") == "checked" and br.vbepochs[f - 1] != c.bepochs[f - 1]:
+            return False
+    return True
+
+
 def advance_leader_hw(cfg: Config, state: State, b: int) -> State:
-    """Partition.maybeIncrementLeaderHW: HW = min LEO over the ISR in use; since 3.7 only at
-    or above min ISR (KAFKA-15583). acks=all requests waiting in purgatory are answered
-    once the HW passes them (DelayedProduce): acknowledged when the ISR is at min ISR,
+    """Partition.maybeIncrementLeaderHW: HW = min LEO over the ISR in use and the followers
+    about to join it (waits_for_joining); since 3.7 only at or above min ISR (KAFKA-15583).
+    acks=all requests waiting in purgatory are answered once the HW passes them
+    (DelayedProduce): acknowledged when the ISR is at min ISR,
     NOT_ENOUGH_REPLICAS_AFTER_APPEND otherwise."""
     br = state.broker(b)
     if size(br.isr) < cfg.effective_minisr and cfg.rule("hw_min_isr") == "min_isr":
@@ -34,6 +60,11 @@ def advance_leader_hw(cfg: Config, state: State, b: int) -> State:
     for f in members(isr):
         if f != b:
             new_hw = min(new_hw, br.views[f - 1])
+    if new_hw > br.hw and cfg.rule("hw_joining_replica") != "ignore":
+        for f in cfg.brokers:
+            # The condition's cheap part first: only a follower short of the new HW matters.
+            if f != b and not isr & bit(f) and br.views[f - 1] < new_hw and waits_for_joining(cfg, state, br, f):
+                new_hw = br.views[f - 1]
     if new_hw <= br.hw:
         return state
     answered = [entry for entry in br.purgatory if entry[0] < new_hw]

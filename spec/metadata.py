@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from kafkamc.spec.hw import advance_leader_hw
 from kafkamc.spec.log import assign_epoch, truncate
-from kafkamc.spec.state import UNKNOWN, Broker, Budget, Controller, State, replace
+from kafkamc.spec.state import UNKNOWN, Broker, Budget, Controller, State, bit, replace
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -32,9 +32,34 @@ def as_follower(br: Broker) -> Broker:
 
 
 def become_leader(cfg: Config, state: State, b: int) -> State:
-    """makeLeader: the new epoch starts at our LEO; follower positions are unknown."""
+    """Partition.makeLeader for a new leader epoch: the epoch starts at our LEO.
+
+    What the leader knows of its followers goes through Replica.resetReplicaState with
+    isNewLeader = !isLeader. A broker that was not leading (its metadata named another
+    leader, or none) starts with every follower's LEO and broker epoch unknown. A broker
+    re-elected while it still led (its metadata never showed the epochs in between, as
+    when one metadata delta brings several) keeps them: the LEO and broker epoch of each
+    follower's last fetch (ReplicaTest testResetReplicaStateWhenLeaderIsReelected*).
+
+    For a follower outside the new ISR Kafka keeps the LEO too, but sets its last fetch and
+    caught-up times to 0 so that it cannot rejoin the ISR before it fetches again: until
+    that fetch, which replaces the LEO, the kept LEO neither holds the HW back (isCaughtUp
+    then holds only for a LEO equal to the leader's) nor brings it into the ISR
+    (maybeExpandIsr runs only on a fetch). The model has no fetch times and lets a leader
+    propose an ISR addition from its views at any step, so it forgets that LEO instead: the
+    same behaviour. Its broker epoch is kept, as in Kafka.
+
+    Kafka does this since KAFKA-2721 (0.9.0.0); 0.8.2 reset every follower on every
+    makeLeader, which the model, keeping them in every era, does not follow.
+    """
     c = state.controller
-    br = as_follower(state.broker(b))
+    old = state.broker(b)
+    br = as_follower(old)
+    if old.leader == b:
+        views = tuple(v if c.isr & bit(f) else UNKNOWN for f, v in enumerate(old.views, 1))
+        vbepochs = old.vbepochs
+    else:
+        views, vbepochs = (UNKNOWN,) * cfg.rf, (0,) * cfg.rf
     cache = br.cache
     if cfg.rule("leader_epoch_cache") == "on_election":
         cache = assign_epoch(cache, c.epoch, br.leo)  # KAFKA-7415; before it, only an append records the epoch
@@ -48,8 +73,8 @@ def become_leader(cfg: Config, state: State, b: int) -> State:
         cache=cache,
         truncating=False,
         stalled=False,
-        views=(UNKNOWN,) * cfg.rf,
-        vbepochs=(0,) * cfg.rf,
+        views=views,
+        vbepochs=vbepochs,
     )
     return advance_leader_hw(cfg, state.with_broker(b, br), b)
 

@@ -91,6 +91,13 @@ RULES: tuple[Rule, ...] = (
         (("min_isr", "3.7.0", "KAFKA-15583"),),
     ),
     Rule(
+        "hw_joining_replica",
+        ("ignore", "wait", "wait_eligible"),
+        "whether the HW also waits for a follower outside the ISR that is caught up (about to "
+        "join it): never; always; or only if it may join the ISR (not fenced, broker epoch current)",
+        (("wait", "0.10.2", "KAFKA-4485"), ("wait_eligible", "3.6.0", "KAFKA-15021")),
+    ),
+    Rule(
         "isr_join_broker_epoch",
         ("unchecked", "checked"),
         "whether the controller rejects an ISR addition whose broker epoch (learned from the "
@@ -129,6 +136,7 @@ class Protocol:
     isr_update: str = "alter_partition"
     hw_pending_isr: str = "maximal"
     hw_min_isr: str = "min_isr"
+    hw_joining_replica: str = "wait_eligible"
     isr_join_broker_epoch: str = "checked"
     consumer_hw: str = "kip207"
     elr: str = "on"
