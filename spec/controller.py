@@ -15,29 +15,35 @@ if TYPE_CHECKING:
     from kafkamc.spec.config import Config
 
 
-def maintain_elr(cfg: Config, before: Controller, c: Controller) -> Controller:
+def maintain_elr(cfg: Config, before: Controller, c: Controller, unclean: int = 0) -> Controller:
     """KIP-966: members that leave an ISR below min ISR become eligible leader replicas.
 
     They hold everything up to the HW, which cannot advance below min ISR. Once the ISR is
     back at min ISR the ELR is cleared; a member back in the ISR is no longer in the ELR.
     The first time the ISR empties, its last member (the last known leader) is remembered.
+    Replicas whose shutdown was unclean (`unclean`, a mask) never enter the ELR
+    (PartitionChangeBuilder.setUncleanShutdownReplicas).
     """
     if cfg.rule("elr") != "on":
         return c
     if size(c.isr) >= cfg.effective_minisr:
         return replace(c, elr=0, lastelr=0)
     lastelr = before.isr if before.isr and not c.isr else c.lastelr
-    return replace(c, elr=(c.elr | before.isr) & ~c.isr, lastelr=lastelr)
+    return replace(c, elr=(c.elr | before.isr) & ~c.isr & ~unclean, lastelr=lastelr)
 
 
-def elect(cfg: Config, c: Controller) -> Controller:
+def elect(cfg: Config, c: Controller, last_known: int) -> Controller:
     """Elect a leader for a leaderless partition (PartitionChangeBuilder.electAnyLeader).
 
     Order: the first registered ISR member in assignment order; with the ISR empty, the
     first registered ELR member, which becomes the ISR alone; with the ISR and the ELR
-    empty (fenced members count), the last known leader if registered; then, if unclean
-    election is on, the first registered replica. The last two may lack committed
-    records: the partition is RECOVERING until its leader expands the ISR.
+    empty (fenced members count), the last known leader if it may lead (may_lead_as_last_known);
+    then, if unclean election is on, the first registered replica. The last two may lack
+    committed records: the partition is RECOVERING until its leader expands the ISR.
+
+    The last known leader is the one the partition had before this change (`last_known`):
+    canElectLastKnownLeader reads the existing registration's lastKnownElr, because the
+    builder records the new one only after the election.
     """
     if c.leader != NO_LEADER:
         return c
@@ -49,20 +55,34 @@ def elect(cfg: Config, c: Controller) -> Controller:
         if eligible:
             b = eligible[0]
             return replace(c, leader=b, isr=bit(b), elr=c.elr & ~bit(b))
-        if not c.elr and c.lastelr & c.registered:
-            return replace(c, leader=c.in_order(c.lastelr)[0], isr=c.lastelr, recovering=True)
+        if not c.elr and may_lead_as_last_known(cfg, c, last_known):
+            return replace(c, leader=c.in_order(last_known)[0], isr=last_known, recovering=True)
     if cfg.unclean and c.registered:
         b = c.in_order(c.registered)[0]
         return replace(c, leader=b, isr=bit(b), elr=0, lastelr=0, recovering=True)
     return c  # offline: no eligible leader
 
 
-def partition_change(cfg: Config, state: State, c: Controller) -> State:
+def may_lead_as_last_known(cfg: Config, c: Controller, last_known: int) -> bool:
+    """PartitionChangeBuilder.canElectLastKnownLeader, past its ELR and ISR checks: is the last
+    known leader acceptable (isAcceptableLeader: registered and unfenced)?
+
+    The last_known_leader rule. Kafka 4.0.0 tests acceptability but only logs the answer and
+    returns true, so a fenced (or dead and fenced) last known leader is elected: the ISR then
+    names a fenced broker alone and the partition has a leader that cannot serve (KAFKA-19522,
+    fixed in 4.1.0 by returning false).
+    """
+    if cfg.rule("last_known_leader") == "any":
+        return bool(last_known)
+    return bool(last_known & c.registered)
+
+
+def partition_change(cfg: Config, state: State, c: Controller, unclean: int = 0) -> State:
     """Apply a controller change, keep the ELR, elect if leaderless, and bump the epochs once:
     the leader epoch on any change of leader (to none included), the partition epoch on any
-    change at all."""
+    change at all. `unclean`: replicas registering after an unclean shutdown."""
     before = state.controller
-    c = elect(cfg, maintain_elr(cfg, before, c))
+    c = elect(cfg, maintain_elr(cfg, before, c, unclean), before.lastelr)
     if c.leader != NO_LEADER and c.lastelr:
         c = replace(c, lastelr=0)  # a led partition needs no last known leader
     if c.leader != before.leader:
@@ -99,14 +119,24 @@ def register(cfg: Config, state: State, b: int, clean_shutdown: bool) -> State:
     A broker whose previous life ended in an unclean shutdown may have lost records below
     the HW: with ELR on, the controller drops it from the ISR and the ELR (KAFKA-15586).
     It may still be the last known leader.
+
+    A broker that leads while it registers is a fenced last known leader that 4.0.0 elected
+    (last_known_leader=any). Out of the ISR it is no valid leader (electAnyLeader keeps the
+    leader only while isValidNewLeader): the registration, made while it is still fenced,
+    leaves the partition leaderless, and the unfencing elects again, in a new leader epoch.
     """
     c = state.controller
     bepochs = list(c.bepochs)
     bepochs[b - 1] += 1
-    c = replace(c, registered=c.registered | bit(b), bepochs=tuple(bepochs))
+    c = replace(c, bepochs=tuple(bepochs))
+    unclean = 0
     if not clean_shutdown and cfg.rule("elr") == "on":
-        c = replace(c, isr=c.isr & ~bit(b), elr=c.elr & ~bit(b))
-    return partition_change(cfg, state, c)
+        unclean = bit(b)
+        c = replace(c, isr=c.isr & ~unclean, elr=c.elr & ~unclean)
+        if c.leader == b:
+            state = partition_change(cfg, state, replace(c, leader=NO_LEADER), unclean)
+            c = state.controller
+    return partition_change(cfg, state, replace(c, registered=c.registered | bit(b)), unclean)
 
 
 def unfence(cfg: Config, state: State, b: int) -> State:

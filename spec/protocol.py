@@ -115,8 +115,16 @@ RULES: tuple[Rule, ...] = (
         "elr",
         ("off", "on"),
         "eligible leader replicas: members that leave an ISR below min.insync.replicas stay "
-        "electable, ahead of unclean election",
-        (("on", "4.1.0", "KIP-966"),),
+        "electable, ahead of unclean election (opt-in in 4.0 with eligible.leader.replicas.version=1, "
+        "on by default for new clusters since 4.1)",
+        (("on", "4.0.0", "KIP-966"),),
+    ),
+    Rule(
+        "last_known_leader",
+        ("any", "unfenced"),
+        "which last known leader the controller elects once the ISR and the ELR are empty: "
+        "any, a fenced one included (4.0 only logged the check), or only an unfenced one",
+        (("unfenced", "4.1.0", "KAFKA-19522"),),
     ),
 )
 
@@ -140,6 +148,7 @@ class Protocol:
     isr_join_broker_epoch: str = "checked"
     consumer_hw: str = "kip207"
     elr: str = "on"
+    last_known_leader: str = "unfenced"
 
     def validated(self) -> Protocol:
         for r in RULES:
