@@ -6,8 +6,10 @@ made the ISR alone (KAFKA-19522, fixed in 4.1.0). The rule last_known_leader car
 4.0.0 preset has ELR on (opt-in there with eligible.leader.replicas.version=1, the setting
 this preset checks) and last_known_leader=any.
 
-The property below is the fix's promise, declared as a user property so that it is checked
-alone: WellFormed says the same ("fenced broker b is not in the ISR") among other things.
+The bug zoo's row: `kafkamc check --protocol 4.0.0 --rf 2 --minisr 2 --max-records 0
+--max-hard-crashes 2 --max-clean-shutdowns 1 --max-isr-shrinks 0` violates WellFormed ("fenced
+broker 2 is not in the ISR") after 8 steps; 4.1.0 holds. The property below states the fix's
+promise alone, the leader included.
 """
 
 from __future__ import annotations
@@ -91,9 +93,19 @@ def test_4_0_0_elects_a_fenced_last_known_leader():
     assert "fenced broker 2 is not in the ISR" in {p.name for p in wf.parts}
 
 
+def test_the_default_invariants_find_it_as_wellformed():
+    result = explore(FastModel(CFG_40), InvariantSuite(CFG_40))
+    assert result.verdict == "violated"
+    v = result.violation
+    assert (v.invariant, v.length) == ("WellFormed", 8)
+    assert tuple(a for a, _ in v.trace[1:]) == PATH
+    explained = InvariantSuite(CFG_40, ["WellFormed"]).explain("WellFormed", v.trace[-1][1])
+    assert {p.name for p in explained.parts} == {"fenced broker 2 is not in the ISR"}
+
+
 def test_4_1_0_holds_at_the_same_bounds():
-    result = explore(FastModel(CFG_41), suite(CFG_41))
-    assert result.verdict == "holds"
+    for checks in (suite(CFG_41), InvariantSuite(CFG_41)):
+        assert explore(FastModel(CFG_41), checks).verdict == "holds"
     # There the same path leaves the partition offline until broker 2 is back.
     s = Model(CFG_41).initial_states()[0]
     for a in PATH:
