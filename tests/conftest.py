@@ -4,8 +4,6 @@ and tests/ on sys.path for the shared helpers (tests/helpers.py)."""
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
 
 import pytest
@@ -16,13 +14,7 @@ TESTS = os.path.dirname(os.path.abspath(__file__))
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
 
-EXE = shutil.which("kafkamc", path=os.path.dirname(sys.executable)) or shutil.which("kafkamc")
-
-
-def run_kafkamc(*args, cwd=None, timeout=600, columns=200):
-    assert EXE, "the kafkamc entry point is not installed"
-    env = dict(os.environ, COLUMNS=str(columns))
-    return subprocess.run([EXE, *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
+from helpers import run_kafkamc  # noqa: E402 (importable once tests/ is on sys.path)
 
 
 @pytest.fixture

@@ -6,7 +6,11 @@ pytest runs with --import-mode=importlib and tests/ is not a package).
 
 from __future__ import annotations
 
+import os
 import random
+import shutil
+import subprocess
+import sys
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -74,3 +78,14 @@ def sample_states(cfg: Config, n: int, seed: int = 7) -> list:
     states = bfs_states(Model(replace(cfg, symmetry=False)), n)
     random.Random(seed).shuffle(states)
     return states
+
+
+# The installed `kafkamc` entry point, run as a user would run it. Test modules import these
+# from here: `from conftest import` is ambiguous once tests/conformance has a conftest too.
+EXE = shutil.which("kafkamc", path=os.path.dirname(sys.executable)) or shutil.which("kafkamc")
+
+
+def run_kafkamc(*args, cwd=None, timeout=600, columns=200):
+    assert EXE, "the kafkamc entry point is not installed"
+    env = dict(os.environ, COLUMNS=str(columns))
+    return subprocess.run([EXE, *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_kafkamc
+from helpers import run_kafkamc
 from kafkamc.checker.run import run_check
 from kafkamc.invariants.properties import PropertiesError, PropertyFile
 from kafkamc.spec.config import Config

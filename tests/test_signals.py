@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import EXE
+from helpers import EXE
 
 DEFAULT_MODEL = ["check", "--rf", "3", "--minisr", "2", "--quiet"]
 
