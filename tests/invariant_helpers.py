@@ -57,8 +57,20 @@ def follower(leader: int, epoch: int, log=(), hw: int = 0, cache=(), stalled: bo
     return Broker(leader=leader, epoch=epoch, log=tuple(log), cache=tuple(cache), hw=hw, stalled=stalled)
 
 
-def dead(log=(), hw: int = 0, cache=(), bepoch: int = 1, clean: bool = True) -> Broker:
-    return Broker(alive=False, bepoch=bepoch, log=tuple(log), cache=tuple(cache), hw=hw, clean=clean)
+def dead(
+    log=(), hw: int = 0, cache=(), bepoch: int = 1, clean: bool = True, checkpoint_hw: int | None = None
+) -> Broker:
+    """A crashed broker. Its HW checkpoint is the HW it will restart with (checkpoint_hw None: the
+    HW), as BrokerCrash keeps it while a hard crash is left in the budget; 0 once none is."""
+    return Broker(
+        alive=False,
+        bepoch=bepoch,
+        log=tuple(log),
+        cache=tuple(cache),
+        hw=hw,
+        clean=clean,
+        checkpoint_hw=hw if checkpoint_hw is None else checkpoint_hw,
+    )
 
 
 def new_leader(b: int, epoch: int, pepoch: int, isr: int, rf: int = 3, **kw) -> Broker:
@@ -133,6 +145,8 @@ def healthy_state() -> State:
     )
 
 
+# A fetch answer carries the leader's HW from before that fetch moved it: each follower
+# learns HW 2 on the fetch after the one that let the leader reach it.
 HEALTHY_TRACE = (
     Produce(1, 1),
     Fetch(2, 1),
@@ -143,6 +157,7 @@ HEALTHY_TRACE = (
     Fetch(2, 1),
     Fetch(3, 1),
     Fetch(2, 1),
+    Fetch(3, 1),
 )
 
 # min.insync.replicas=1 with unclean election and one clean shutdown.

@@ -64,7 +64,7 @@ def test_wrong_expectation_fails_with_junit_and_saved_counterexample(tmp_path, k
     assert [c.get("name") for c in failed] == ["wrongly-trusted-minisr1-unclean"]
     failure = failed[0].find("failure")
     assert failure.get("message") == (
-        "wrongly-trusted-minisr1-unclean: expected holds, got violates NoCommittedDataLoss (5 steps)"
+        "wrongly-trusted-minisr1-unclean: expected holds, got violates NoCommittedDataLoss (6 steps)"
     )
     assert "configuration: rf=2 minisr=1 unclean=on max_records=1" in failure.text
     trace = tmp_path / "report" / "wrongly-trusted-minisr1-unclean.trace.json"

@@ -1,8 +1,10 @@
 """Each safety invariant against hand-built states that break it the way a Kafka engineer knows it.
 
 The stories: an ISR member that lost a committed record, an unclean election of a lagging
-replica, an acks=1 write lost with its leader, a consumer's HW going back, and zombie
-leaders. Each violating state is checked three ways (tests/invariant_helpers.py: the compiled
+replica, an ELR member that lost a committed record, an acks=1 write lost with its leader, a
+consumer's HW going back, and zombie leaders. A crashed broker stays registered until its
+session times out: the stories that need the controller to react to a crash say
+BrokerSessionTimeout after it. Each violating state is checked three ways (tests/invariant_helpers.py: the compiled
 fast path, Z3's evaluation of the declared formula, the explanation); where the model can
 reach it, the story is replayed through the step function onto exactly the hand-built state.
 WellFormed and the suite's own mechanics are in tests/test_invariants.py.
@@ -30,7 +32,13 @@ from invariant_helpers import (
     suite,
 )
 from kafkamc.spec.alter_partition import AlterPartition, HandleAlterPartitionResponse
-from kafkamc.spec.broker_lifecycle import BrokerCrash, BrokerHeartbeat, ControllerFenceBroker
+from kafkamc.spec.broker_lifecycle import (
+    BrokerCrash,
+    BrokerHeartbeat,
+    BrokerRestart,
+    BrokerSessionTimeout,
+    ControllerFenceBroker,
+)
 from kafkamc.spec.config import Config
 from kafkamc.spec.fetch import Fetch, ReplicaStall
 from kafkamc.spec.metadata import MetadataUpdate
@@ -76,15 +84,18 @@ LAGGING3 = (
     AlterPartition(1, (1, 2)),
     HandleAlterPartitionResponse(1),
     Fetch(2, 1),
+    Fetch(2, 1),  # a follower learns the HW its previous fetch let the leader reach
     BrokerCrash(1),
+    BrokerSessionTimeout(1),
     BrokerCrash(2),
+    BrokerSessionTimeout(2),
 )
 
 
 def test_leader_completeness_unclean_election_of_lagging_replica():
     """Broker 3 stalled and was dropped from the ISR before it fetched record 1. Record 1
-    was committed by the ISR {1, 2} (min.insync.replicas=1). Both ISR members shut down (the
-    ISR empties, broker 2 goes to the ELR but is not registered); with
+    was committed by the ISR {1, 2} (min.insync.replicas=1). Both ISR members shut down and
+    their sessions time out (the ISR empties, broker 2 goes to the ELR but is not registered); with
     unclean.leader.election.enable the controller elects the out-of-sync broker 3 in epoch 3
     (RECOVERING), and it leads with an empty log: the committed (and acknowledged) record is gone."""
     r1 = ((1, 1),)
@@ -136,6 +147,53 @@ def test_leader_completeness_ignores_a_leader_that_has_not_applied_its_election(
     assert failing(UNCLEAN2, s) == {"NoCommittedDataLoss"}
 
 
+# ---------------------------------------------------------------- EligibleReplicasComplete
+
+
+def test_eligible_replicas_complete_elr_member_lost_committed_record():
+    """KIP-966: record 1 was committed on all three replicas; record 2 was written and has not
+    reached the followers when both stall and leader 1 shrinks the ISR to itself, below
+    min.insync.replicas=2: broker 3 leaves the ISR last and enters the ELR, holding record 1.
+    Then broker 3 crashes hard (power loss) and loses its unflushed log, record 1 with it.
+    While it is dead, registered (its session running) or fenced, the ELR may name it: it
+    serves nothing. It restarts with an empty log and registers with an unclean shutdown, and
+    the controller drops it from the ELR (KAFKA-15586). A controller that kept it there would
+    hold a live, unfenced ELR member without the committed record: the next election from
+    the ELR would lose it."""
+    committed = run(CFG, Produce(1, 1), Fetch(2, 1), Fetch(3, 1), Fetch(2, 1), Fetch(3, 1), Produce(1, 2))
+    shrunk = run(CFG, *SHRINK_TO_LEADER, state=committed)
+    c = shrunk.controller
+    assert (c.isr, c.elr, shrunk.broker(3).log, shrunk.ghost.committed) == (B1, B3, ((1, 1),), (1,))
+    crashed = run(CFG, BrokerCrash(3, keep=0), state=shrunk)
+    fenced = run(CFG, BrokerSessionTimeout(3), state=crashed)
+    restarted = run(CFG, BrokerRestart(3), state=fenced)
+    assert crashed.controller.registered == ALL3 and fenced.controller.registered == B1 | B2
+    assert crashed.controller.elr == fenced.controller.elr == B3 and restarted.controller.elr == 0
+    for s in (crashed, fenced, restarted):
+        assert failing(CFG, s) == set()
+    assert restarted.broker(3).alive and restarted.broker(3).log == ()
+    s = replace(restarted, controller=replace(restarted.controller, elr=B3))
+    assert_violation(
+        CFG,
+        s,
+        "EligibleReplicasComplete",
+        "live unfenced ELR member 3 holds committed offset 0",
+        {
+            "in_elr[3]": True,
+            "alive[3]": True,
+            "registered[3]": True,
+            "committed_len": 1,
+            "log[3][0]": 0,
+            "committed[0]": 1,
+        },
+    )
+    # The loss it warns of: leader 1 dies, and once its session times out the controller
+    # elects broker 3 from the ELR; the ISR then names a replica without record 1.
+    elected = run(CFG, BrokerCrash(1), BrokerSessionTimeout(1), state=s)
+    assert (elected.controller.leader, elected.controller.isr) == (3, B3)
+    assert failing(CFG, elected) == {"NoCommittedDataLoss"}
+
+
 # ---------------------------------------------------------------- AckedWriteDurability
 
 ACKS1 = Config(rf=3, minisr=2, acks="1", max_records=2, max_clean_shutdowns=1)
@@ -143,7 +201,8 @@ ACKS1 = Config(rf=3, minisr=2, acks="1", max_records=2, max_clean_shutdowns=1)
 
 def test_acked_write_durability_acks_1_leader_crash_before_replication():
     """acks=1: leader 1 acknowledges record 1 as soon as it is in its own log, then crashes
-    before any follower fetched it. The controller elects broker 2 (in the ISR) for epoch 2;
+    before any follower fetched it. Its session times out, and the controller fences it and
+    elects broker 2 (in the ISR) for epoch 2;
     the acknowledged write is not in the new leader's log. Nothing was ever committed, so
     no other invariant is broken: this is exactly the loss acks=1 allows."""
     s = State(
@@ -156,7 +215,7 @@ def test_acked_write_durability_acks_1_leader_crash_before_replication():
         Ghost(acked=0b1, committed=(), hw_seen=0),
         Budget.make(records=1, crashes=1),
     )
-    assert run(ACKS1, Produce(1, 1), BrokerCrash(1), MetadataUpdate(2)) == s
+    assert run(ACKS1, Produce(1, 1), BrokerCrash(1), BrokerSessionTimeout(1), MetadataUpdate(2)) == s
     assert_violation(
         ACKS1,
         s,
@@ -176,7 +235,7 @@ def test_acked_write_durability_acks_1_leader_crash_before_replication():
 
 def test_acked_write_durability_same_story_with_acks_all_is_safe():
     """With acks=all the same crash leaves the record unacknowledged: nothing is violated."""
-    s = run(CFG, Produce(1, 1), BrokerCrash(1), MetadataUpdate(2))
+    s = run(CFG, Produce(1, 1), BrokerCrash(1), BrokerSessionTimeout(1), MetadataUpdate(2))
     assert s.ghost.acked == 0 and s.true_leader() == 2
     assert_holds(CFG, s)
 
@@ -186,9 +245,9 @@ def test_acked_write_durability_same_story_with_acks_all_is_safe():
 
 def _shrunk_leader_committed_alone():
     """Leader 1 shrank the ISR to itself, then committed record 1 alone (minisr=1):
-    consumers read HW 1. Then it shut down (the ISR empties) and the controller elected
-    broker 2 uncleanly: the partition is RECOVERING."""
-    return SHRINK_TO_LEADER + (Produce(1, 1), BrokerCrash(1))
+    consumers read HW 1. Then it shut down; once its session timed out the ISR emptied and
+    the controller elected broker 2 uncleanly: the partition is RECOVERING."""
+    return SHRINK_TO_LEADER + (Produce(1, 1), BrokerCrash(1), BrokerSessionTimeout(1))
 
 
 def test_hw_monotonic_unclean_leader_exposes_lower_hw():
@@ -225,7 +284,9 @@ def test_hw_monotonic_exempts_leader_below_its_epoch_start():
     """KIP-207: leader 1 reached HW 2; follower 2 had both records but had only learned HW 1.
     Leader 1 crashes, broker 2 is cleanly elected and starts epoch 2 at offset 2 with HW 1.
     Its HW is below its epoch's start, so it exposes no HW yet: not a regression."""
-    prev = run(CFG, *HEALTHY_TRACE[:-1], BrokerCrash(1))
+    # The healthy story but for its last round of fetches: the leader reached HW 2 on follower
+    # 3's fetch of offset 2; the fetches that would tell the followers are not made.
+    prev = run(CFG, *HEALTHY_TRACE[:-2], BrokerCrash(1), BrokerSessionTimeout(1))
     assert prev.ghost.hw_seen == 2 and prev.broker(2).hw == 1
     nxt = run(CFG, MetadataUpdate(2), state=prev)
     assert nxt.true_leader() == 2 and nxt.broker(2).start == 2 and nxt.broker(2).hw == 1

@@ -11,7 +11,9 @@ corrupting one field of a reachable state.
 
 The model's defaults changed with ELR (KIP-966): clean shutdowns cost max_clean_shutdowns (default 0),
 an ISR shrink needs the follower to have stalled first (isr_lag="time"), and a fenced last ISR
-member leaves the ISR. Stories that need the old behaviour say so in their Config.
+member leaves the ISR. Stories that need the old behaviour say so in their Config. A crashed
+broker stays registered until its session times out (BrokerSessionTimeout, the controller's
+fence); stories in which the controller reacts to a crash take that step after it.
 
 This file holds the healthy states, WellFormed and the suite's own mechanics (explanations,
 the changed-components test, the catalog guard); the stories that break the other invariants
@@ -41,9 +43,10 @@ from invariant_helpers import (
     run,
     suite,
 )
-from kafkamc.invariants.catalog import INVARIANTS
+from kafkamc.invariants.catalog import INVARIANTS, well_formed
+from kafkamc.invariants.view import View
 from kafkamc.spec.alter_partition import AlterPartition, HandleAlterPartitionResponse
-from kafkamc.spec.broker_lifecycle import BrokerCrash
+from kafkamc.spec.broker_lifecycle import BrokerCrash, BrokerSessionTimeout
 from kafkamc.spec.config import Config
 from kafkamc.spec.fetch import Fetch, ReplicaStall
 from kafkamc.spec.hw import observe
@@ -117,7 +120,7 @@ def test_well_formed_isr_empty():
     """Without ELR: leader 1 had shrunk the ISR to itself and shut down; the controller must
     keep the last ISR member (the partition goes offline, leader -1) but here it removed it too."""
     cfg = dataclasses.replace(CFG, protocol=ELR_OFF)
-    good = run(cfg, *SHRINK_TO_LEADER, BrokerCrash(1))
+    good = run(cfg, *SHRINK_TO_LEADER, BrokerCrash(1), BrokerSessionTimeout(1))
     assert good.controller.leader == NO_LEADER and good.controller.isr == B1
     assert failing(cfg, good) == set()
     s = replace(good, controller=replace(good.controller, isr=0))
@@ -126,21 +129,28 @@ def test_well_formed_isr_empty():
     )
     # With ELR the same story empties the ISR, and that is well formed: broker 3, which left
     # the ISR below min.insync.replicas, is in the ELR and is elected from it.
-    elr = run(CFG, *SHRINK_TO_LEADER, BrokerCrash(1))
+    elr = run(CFG, *SHRINK_TO_LEADER, BrokerCrash(1), BrokerSessionTimeout(1))
     assert elr.controller.leader == 3 and elr.controller.isr == B3 and elr.controller.elr == B1
     assert failing(CFG, elr) == set()
     # ... and with min.insync.replicas=1 nothing is eligible: the ISR stays empty, offline.
     cfg1 = dataclasses.replace(CFG, minisr=1)
-    offline = run(cfg1, *SHRINK_TO_LEADER, BrokerCrash(1))
+    offline = run(cfg1, *SHRINK_TO_LEADER, BrokerCrash(1), BrokerSessionTimeout(1))
     c = offline.controller
     assert (c.leader, c.isr, c.elr, c.lastelr) == (NO_LEADER, 0, B1, B1)
     assert failing(cfg1, offline) == set()
 
 
 def test_well_formed_leader_outside_isr():
-    """Broker 2 was dropped from the ISR as lagging; when leader 1 crashes the controller
-    (without unclean election) must pick broker 3, but here it picked broker 2."""
-    good = run(CFG, ReplicaStall(2), AlterPartition(1, (1, 3)), HandleAlterPartitionResponse(1), BrokerCrash(1))
+    """Broker 2 was dropped from the ISR as lagging; when leader 1 crashes and its session times
+    out the controller (without unclean election) must pick broker 3, but here it picked broker 2."""
+    good = run(
+        CFG,
+        ReplicaStall(2),
+        AlterPartition(1, (1, 3)),
+        HandleAlterPartitionResponse(1),
+        BrokerCrash(1),
+        BrokerSessionTimeout(1),
+    )
     # Broker 1 left the ISR {1, 3} below min.insync.replicas=2: it is in the ELR now.
     assert good.controller.leader == 3 and good.controller.isr == B3 and good.controller.elr == B1
     s = replace(good, controller=replace(good.controller, leader=2))
@@ -178,7 +188,7 @@ def test_well_formed_fenced_last_isr_member_with_elr():
     ELR and the ISR empties. The pre-KIP-966 state is malformed under ELR rules."""
     off_cfg = dataclasses.replace(CFG, minisr=1, protocol=ELR_OFF)
     on_cfg = dataclasses.replace(CFG, minisr=1)
-    kept = run(off_cfg, *SHRINK_TO_LEADER, BrokerCrash(1))
+    kept = run(off_cfg, *SHRINK_TO_LEADER, BrokerCrash(1), BrokerSessionTimeout(1))
     c = kept.controller
     assert (c.leader, c.isr, c.elr, c.registered) == (NO_LEADER, B1, 0, B2 | B3)
     assert failing(off_cfg, kept) == set()
@@ -186,7 +196,7 @@ def test_well_formed_fenced_last_isr_member_with_elr():
         on_cfg, kept, "WellFormed", "fenced broker 1 is not in the ISR", {"in_isr[1]": True, "registered[1]": False}
     )
     # The ELR model's own state for the story passes; under the old rules it has an empty ISR.
-    moved = run(on_cfg, *SHRINK_TO_LEADER, BrokerCrash(1))
+    moved = run(on_cfg, *SHRINK_TO_LEADER, BrokerCrash(1), BrokerSessionTimeout(1))
     assert moved.controller.isr == 0 and moved.controller.elr == B1
     assert failing(on_cfg, moved) == set()
     assert_violation(
@@ -200,19 +210,33 @@ def test_well_formed_fenced_last_isr_member_with_elr():
 
 
 def test_well_formed_dead_broker_registered():
-    """A crashed broker is fenced by the controller in the same step; here it is still registered."""
-    good = run(CFG, BrokerCrash(3))
-    assert not good.controller.registered & B3 and failing(CFG, good) == set()
-    s = replace(good, controller=replace(good.controller, registered=ALL3))
-    assert_violation(CFG, s, "WellFormed", "dead broker 3 is fenced", {"alive[3]": False, "registered[3]": True})
+    """Not a violation: a crashed broker stays registered, in the ISR and even the leader, until
+    its session times out (broker.session.timeout.ms); only then does the controller fence it.
+    WellFormed once required a dead broker to be fenced, as when the crash fenced at once."""
+    follower_down = run(CFG, BrokerCrash(3))
+    c = follower_down.controller
+    assert not follower_down.broker(3).alive and c.registered == ALL3 and c.isr == ALL3
+    assert failing(CFG, follower_down) == set()
+    assert_holds(CFG, follower_down)
+    # The dead leader too: the controller still names it, and the partition is offline in
+    # practice until the fence elects another leader.
+    leader_down = run(CFG, BrokerCrash(1))
+    assert leader_down.controller.leader == 1 and leader_down.controller.registered & B1
+    assert failing(CFG, leader_down) == set()
+    fenced = run(CFG, BrokerSessionTimeout(1), state=leader_down)
+    assert not fenced.controller.registered & B1 and fenced.controller.leader == 2
+    assert failing(CFG, fenced) == set()
+    # No part of WellFormed speaks of dead brokers any more.
+    parts = [name for name, _formula in well_formed(CFG, View(CFG))]
+    assert parts and not any("dead" in name for name in parts)
 
 
 def test_well_formed_recovering_with_two_isr_members():
-    """Leader 1, alone in the ISR (min.insync.replicas=1), shuts down; broker 2 is elected
-    uncleanly and the partition is RECOVERING with the ISR {2}. It recovers only through
+    """Leader 1, alone in the ISR (min.insync.replicas=1), shuts down; once its session times
+    out broker 2 is elected uncleanly and the partition is RECOVERING with the ISR {2}. It recovers only through
     its leader's first accepted AlterPartition; a RECOVERING partition with two ISR members
     is one the controller never builds."""
-    good = run(UNCLEAN, *SHRINK_TO_LEADER, BrokerCrash(1))
+    good = run(UNCLEAN, *SHRINK_TO_LEADER, BrokerCrash(1), BrokerSessionTimeout(1))
     c = good.controller
     assert (c.leader, c.isr, c.recovering) == (2, B2, True)
     assert failing(UNCLEAN, good) == set()
@@ -298,6 +322,7 @@ def test_every_invariant_has_a_violation_test():
     covered = {
         "NoCommittedDataLoss",
         "LeaderCompleteness",
+        "EligibleReplicasComplete",  # tests/test_invariant_scenarios.py
         "AckedWriteDurability",
         "HighWatermarkMonotonic",
         "NoSplitBrain",

@@ -26,7 +26,8 @@ from kafkamc.traces.trace import check_claim, load
 
 EXE = shutil.which("kafkamc", path=os.path.dirname(sys.executable)) or shutil.which("kafkamc")
 COMMANDS = ("show", "replay", "html", "itf", "dot")
-# A 5-step HighWatermarkMonotonic counterexample (Produce, ReplicaStall, AlterPartition, BrokerCrash, BrokerRestart).
+# A 6-step HighWatermarkMonotonic counterexample (Produce, ReplicaStall, AlterPartition, BrokerCrash,
+# BrokerSessionTimeout, BrokerRestart).
 COUNTEREXAMPLE = ("--rf", "2", "--minisr", "1", "--protocol", "0.11")
 WITNESS = ("--rf", "2", "--minisr", "2", "--max-records", "1", "--reach", "ElrElection")
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "properties.py"
@@ -78,7 +79,7 @@ def saved(tmp_path_factory):
         assert p.returncode == code, p.stderr
         out[name] = json.loads((d / f"{name}.json").read_text())
     assert out["counterexample"]["violation"]["invariant"] == "HighWatermarkMonotonic"
-    assert len(out["counterexample"]["steps"]) == 6 and out["witness"]["reached"] == "ElrElection"
+    assert len(out["counterexample"]["steps"]) == 7 and out["witness"]["reached"] == "ElrElection"
     return out
 
 
@@ -193,9 +194,9 @@ IMPLAUSIBLE = {
         "counterexample",
         _set_violation(length=99),
         "show",
-        "violation.length is 99, but the trace has 5 steps",
+        "violation.length is 99, but the trace has 6 steps",
     ),
-    "length-not-a-number": ("counterexample", _set_violation(length="5"), "itf", 'violation.length is "5"'),
+    "length-not-a-number": ("counterexample", _set_violation(length="6"), "itf", 'violation.length is "6"'),
     "kind": (
         "counterexample",
         _set_violation(kind="state"),
