@@ -25,9 +25,9 @@ def test_small_check_holds_with_json(tmp_path):
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["verdict"] == "holds"
-    assert out["distinct_states"] == 5821 and out["depth"] == 21
+    assert out["distinct_states"] == 8688 and out["depth"] == 22
     assert out["protocol"]["era"] == "4.1.0" and out["protocol"]["rules"]["elr"] == "on"
-    assert out["reached"]["ElrElection"] == 3 and out["vacuity_warnings"] == []
+    assert out["reached"]["ElrElection"] == 4 and out["vacuity_warnings"] == []
     assert out["states_generated"] > out["distinct_states"]
     assert out["violation"] is None
     assert out["config"]["rf"] == 2 and out["bounds"]["max_records"] == 2
@@ -41,12 +41,12 @@ def test_violation_saves_a_trace_that_replays(tmp_path):
     out = json.loads(p.stdout)
     assert out["verdict"] == "violated"
     v = out["violation"]
-    assert v["invariant"] == "NoCommittedDataLoss" and v["length"] == 8
+    assert v["invariant"] == "NoCommittedDataLoss" and v["length"] == 9
     assert v["trace_file"] == str(trace) and trace.exists()
     assert v["explanation"]["failed_parts"][0]["part"] == "broker 2 in the ISR holds committed offset 0"
     r = kafkamc("trace", "replay", str(trace))
     assert r.returncode == 0
-    assert "replayed 8 steps: a real path of the model; NoCommittedDataLoss is violated" in r.stdout
+    assert "replayed 9 steps: a real path of the model; NoCommittedDataLoss is violated" in r.stdout
 
 
 def test_rendered_counterexample(tmp_path):
@@ -57,14 +57,15 @@ def test_rendered_counterexample(tmp_path):
         "step 0: Init",
         "step 1: Produce(leader=1, record=1)",
         "step 2: BrokerCrash(broker=1, keep=0)",
-        "step 3: MetadataUpdate(broker=2)",
+        "step 3: BrokerSessionTimeout(broker=1)",
+        "step 4: MetadataUpdate(broker=2)",
         "VIOLATED AckedWriteDurability",
         "fails: acknowledged record 1 is in leader 2's log",
-        "violated: AckedWriteDurability after 3 steps (shortest: yes)",
+        "violated: AckedWriteDurability after 4 steps (shortest: yes)",
     ):
         assert expected in text, expected
-    shown = kafkamc("trace", "show", str(tmp_path / "a.json"), "--step", "3")
-    assert shown.returncode == 0 and "step 3: MetadataUpdate" in shown.stdout and "step 2" not in shown.stdout
+    shown = kafkamc("trace", "show", str(tmp_path / "a.json"), "--step", "4")
+    assert shown.returncode == 0 and "step 4: MetadataUpdate" in shown.stdout and "step 3" not in shown.stdout
 
 
 def test_limits_exit_3(tmp_path):
@@ -83,7 +84,7 @@ def test_human_summary_names_bounds_and_coverage(tmp_path):
     assert "protocol: 4.1.0 (rules as of Kafka 4.1.0)" in p.stdout
     assert "warning: action ControllerFenceBroker never fired" in p.stdout
     assert "OffsetsForLeaderEpoch never fired" not in p.stdout  # not used by the newest truncation rule
-    assert "reached: HighWatermarkAdvances (3 steps), ElrElection (3 steps)" in p.stdout
+    assert "reached: HighWatermarkAdvances (3 steps), ElrElection (4 steps)" in p.stdout
     assert "holds: every invariant" in p.stdout
 
 
@@ -93,8 +94,19 @@ def test_protocol_flags_and_presets(tmp_path):
     )
     assert p.returncode == 1, p.stderr
     out = json.loads(p.stdout)
-    assert out["protocol"]["era"] == "3.7.0" and out["protocol"]["rules"]["elr"] == "off"  # newest minus ELR
-    assert out["violation"]["invariant"] == "HighWatermarkMonotonic" and out["violation"]["length"] == 10
+    # The newest minus ELR is no preset: 3.7.0 also has last_known_leader=any (4.0.0 logged the check).
+    rules = out["protocol"]["rules"]
+    assert out["protocol"]["era"] == "custom" and (rules["elr"], rules["last_known_leader"]) == ("off", "unfenced")
+    assert out["violation"]["invariant"] == "HighWatermarkMonotonic" and out["violation"]["length"] == 11
+    # Without ELR there is no last-known-leader election: the same search, the same counterexample as 3.7.0.
+    q = kafkamc(
+        *"check --rf 3 --minisr 2 --max-records 1 --protocol 3.7.0 --json --quiet --trace-out".split(),
+        str(tmp_path / "t37.json"),
+    )
+    old = json.loads(q.stdout)
+    assert old["protocol"]["era"] == "3.7.0" and old["distinct_states"] == out["distinct_states"]
+    steps = [json.loads((tmp_path / name).read_text())["steps"] for name in ("t.json", "t37.json")]
+    assert steps[0] == steps[1]
     p = kafkamc(
         *"check --rf 2 --minisr 2 --max-records 1 --protocol 0.8.2 --rule isr_lag=time --quiet --json".split(),
         cwd=tmp_path,
@@ -114,7 +126,7 @@ def test_reach_saves_a_witness(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "reached: ElrElection; shortest witness saved to" in p.stdout
     r = kafkamc("trace", "replay", str(w))
-    assert r.returncode == 0 and "replayed 3 steps" in r.stdout
+    assert r.returncode == 0 and "replayed 4 steps" in r.stdout
     p = kafkamc(
         *"check --rf 2 --minisr 2 --max-records 1 --reach HealthyFollowerShrunk --quiet --trace-out".split(), str(w)
     )
@@ -135,6 +147,7 @@ def test_invariants_listed():
     assert names == [
         "NoCommittedDataLoss",
         "LeaderCompleteness",
+        "EligibleReplicasComplete",
         "AckedWriteDurability",
         "HighWatermarkMonotonic",
         "NoSplitBrain",
@@ -187,11 +200,27 @@ def _saved_trace(tmp_path) -> Path:
     return path
 
 
+def _previous_release(d: dict) -> str:
+    """The file as the previous release wrote it: schema 3, no HW checkpoint in a broker's state."""
+    steps = [
+        {
+            **s,
+            "state": {
+                **s["state"],
+                "brokers": [{k: v for k, v in b.items() if k != "checkpoint_hw"} for b in s["state"]["brokers"]],
+            },
+        }
+        for s in d["steps"]
+    ]
+    return json.dumps({**d, "schema": "kafkamc.trace/3", "steps": steps})
+
+
 @pytest.mark.parametrize(
     "mangle,message",
     [
         (lambda d: "not json at all {", "is not JSON"),
         (lambda d: json.dumps({**d, "schema": "kafkamc.trace/0"}), "has schema 'kafkamc.trace/0'"),
+        (_previous_release, "has schema 'kafkamc.trace/3'; this kafkamc reads 'kafkamc.trace/4'"),
         (lambda d: json.dumps({k: v for k, v in d.items() if k != "schema"}), "no schema field"),
         (
             lambda d: json.dumps(
@@ -225,7 +254,7 @@ def test_bench_prints_the_table_as_json():
     out = json.loads(p.stdout)
     (row,) = out["runs"]
     assert out["machine"]["cpus"] >= 1
-    assert (row["run"], row["verdict"], row["distinct_states"], row["depth"]) == ("default", "holds", 262297, 27)
+    assert (row["run"], row["verdict"], row["distinct_states"], row["depth"]) == ("default", "holds", 355389, 29)
     assert row["distinct_states_per_s"] > 0 and row["peak_memory_mib"] > 0
     assert 0 < row["visited_bytes_per_state"] <= 32
 
@@ -265,7 +294,7 @@ def test_a_trace_that_cannot_be_written_at_the_end_is_printed_and_said(tmp_path)
     counterexample on stdout, the verdict line saying where it could not be saved."""
     p = kafkamc(*"check --rf 2 --minisr 1 --protocol 0.11 --quiet --trace-out /dev/full".split(), cwd=tmp_path)
     assert p.returncode == 1 and "Traceback" not in p.stderr
-    assert "step 5: BrokerRestart(broker=1)" in p.stdout
+    assert "step 6: BrokerRestart(broker=1)" in p.stdout
     last = p.stdout.splitlines()[-1]
     assert last.endswith("trace could not be saved (/dev/full: No space left on device); it is printed above"), last
     q = kafkamc(*"check --rf 2 --minisr 1 --protocol 0.11 --quiet --json --trace-out /dev/full".split(), cwd=tmp_path)

@@ -14,9 +14,13 @@ from pathlib import Path
 import pytest
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.invariants.view import View
+from kafkamc.spec.broker_lifecycle import BrokerCrash, BrokerSessionTimeout, CheckpointHighWatermarks
 from kafkamc.spec.config import Config
 from kafkamc.spec.elect_leaders import ElectLeaders
+from kafkamc.spec.fetch import Fetch
 from kafkamc.spec.model import Model
+from kafkamc.spec.produce import Produce
+from kafkamc.spec.state import initial_state
 from kafkamc.traces import html
 from kafkamc.traces.trace import action_from_json, format_action, load
 from kafkamc.traces.words import kafka_value, kafka_words
@@ -67,7 +71,7 @@ INTERNAL = re.compile(r"[\[\]_]|\bprev\.|\b(c_\w+|hw_seen|acked_down|exposed_hw|
 
 @pytest.fixture(scope="module")
 def counterexample(tmp_path_factory):
-    """A real 10-step HighWatermarkMonotonic counterexample ending in a RECOVERING election, as a page."""
+    """A real 12-step HighWatermarkMonotonic counterexample ending in a RECOVERING election, as a page."""
     d = tmp_path_factory.mktemp("html")
     trace, page = d / "t.json", d / "t.html"
     p = kafkamc(*"check --rf 3 --minisr 2 --max-records 1 --max-hard-crashes 2 --quiet --trace-out".split(), str(trace))
@@ -85,7 +89,7 @@ def test_page_is_self_contained(counterexample):
     assert not re.search(r"<(link|img|iframe)\b|<script[^>]*\bsrc=|@import|url\((?!#)", text)
     data = embedded(page)
     assert data["trace"] == json.loads(trace.read_text())
-    assert data["invariant"] == "HighWatermarkMonotonic" and len(data["steps"]) == 11
+    assert data["invariant"] == "HighWatermarkMonotonic" and len(data["steps"]) == 13
     assert "RECOVERING (unclean election)" in data["steps"][-1]["health"]
 
 
@@ -135,10 +139,11 @@ def test_sequence_diagram_tells_the_story(counterexample):
             "AlterPartition": "AlterPartition ISR {",
             "BrokerCrash": "crash",
             "BrokerRestart": "register, broker epoch",
+            "BrokerSessionTimeout": f"session timeout: fence broker {getattr(a, 'broker', '')}",
         }.get(kind, "")
         assert expected in text, (kind, text)
     kinds = {type(a).__name__ for a in recorded[1:]}
-    assert {"Produce", "Fetch", "AlterPartition", "BrokerCrash"} <= kinds
+    assert {"Produce", "Fetch", "AlterPartition", "BrokerCrash", "BrokerSessionTimeout"} <= kinds
     assert any("elects broker" in row_text(r) for r in found)
     bad = [r.get("data-step") for r in found if "seq-violation" in r.get("class", "")]
     assert bad == [str(last)]
@@ -150,7 +155,7 @@ def test_metadata_update_is_drawn(counterexample):
     """A broker learning the controller's election (LeaderAndIsr, now a metadata record) is an arrow."""
     trace, _ = counterexample
     t = load(trace)
-    model, prev = Model(t.config), t.steps[7][1]  # the controller has just elected a new leader
+    model, prev = Model(t.config), t.steps[9][1]  # broker 1's session timed out: the controller elected 2
     update = next(a for a in model.candidates(prev) if type(a).__name__ == "MetadataUpdate")
     after = next(iter(model.step(prev, update)))
     msgs, _ = html.messages(update, after, prev)
@@ -160,6 +165,59 @@ def test_metadata_update_is_drawn(counterexample):
     # An operator's ElectLeaders has no lane of its own: a mark on the controller's.
     _, marks = html.messages(ElectLeaders(preferred=1), after, after)
     assert marks == [{"lane": "controller", "label": "ElectLeaders: preferred broker 1", "kind": "elect"}]
+
+
+def test_session_timeout_is_the_controllers_mark(counterexample):
+    """The crash is a mark on the broker's lane; the fence and the election come later, on the
+    controller's, when the session times out."""
+    trace, _ = counterexample
+    t = load(trace)
+    (crash, crashed), (timeout, fenced) = t.steps[8], t.steps[9]
+    assert (crash, timeout) == (BrokerCrash(1, keep=0), BrokerSessionTimeout(1))
+    assert html.messages(crash, crashed, t.steps[7][1]) == (
+        [],
+        [{"lane": "b1", "label": "hard crash: 0 flushed records survive", "kind": "crash"}],
+    )
+    assert html.messages(timeout, fenced, crashed) == (
+        [],
+        [
+            {"lane": "controller", "label": "session timeout: fence broker 1", "kind": "fence"},
+            {"lane": "controller", "kind": "elect", "label": "elects broker 2, epoch 2"},
+        ],
+    )
+
+
+def _path(cfg: Config, actions: list) -> list:
+    """(action, state) along the actions from the initial state, each with one successor."""
+    model = Model(cfg)
+    steps = [(None, model.observe(initial_state(cfg.rf)))]
+    for a in actions:
+        (state,) = model.step(steps[-1][1], a)
+        steps.append((a, state))
+    return steps
+
+
+def test_a_hw_checkpoint_is_a_small_broker_mark():
+    cfg = Config(rf=1, minisr=1, max_records=1)
+    steps = _path(cfg, [Produce(1, 1), CheckpointHighWatermarks(1)])
+    (a, state), (_, prev) = steps[2], steps[1]
+    msgs, marks = html.messages(a, state, prev)
+    assert msgs == [] and marks == [{"lane": "b1", "label": "HW 1 checkpointed", "kind": "checkpoint"}]
+    views = [html.step_view(cfg, i, a, s, steps[i - 1][1] if i else None) for i, (a, s) in enumerate(steps)]
+    svg = ET.fromstring(html.sequence_svg(views, None, None))
+    (mark,) = [g for g in svg.iter("g") if g.get("data-testid") == "seq-mark"]
+    assert mark.get("data-lane") == "b1" and "checkpoint" in mark.get("class", "")
+    assert [t.text for t in mark.iter("text")] == ["\u2193", "HW 1 checkpointed"]
+
+
+def test_a_fetch_answer_carries_the_hw_from_before_the_fetch():
+    """The leader reads the HW with the records, then learns the follower's offset: the
+    follower hears of the HW its own fetch moved one fetch later."""
+    cfg = Config(rf=2, minisr=1, max_records=1)
+    steps = _path(cfg, [Produce(1, 1), Fetch(2, 1), Fetch(2, 1), Fetch(2, 1)])
+    answers = [html.messages(a, s, steps[i - 1][1])[0][1]["label"] for i, (a, s) in enumerate(steps) if i > 1]
+    assert answers == ["1 record, HW 0", "no records, HW 0", "no records, HW 1"]
+    assert (steps[3][1].broker(1).hw, steps[3][1].broker(2).hw) == (1, 0)
 
 
 @pytest.mark.parametrize("rf", [1, 2, 3, 5])

@@ -86,12 +86,13 @@ def messages(action, state: State, prev: State | None) -> tuple[list, list]:
         same, added = _log_change(before.log, after.log)
         if name == "Fetch":
             msg(f, ld, f"Fetch offset {before.leo}")
+            hw = prev.broker(action.leader).hw  # read with the records, before this fetch moved it
             if same < before.leo:
                 answer = f"diverging epoch: truncate to {same}"
             elif added:
-                answer = f"{added} record{'s' if added > 1 else ''}, HW {after.hw}"
+                answer = f"{added} record{'s' if added > 1 else ''}, HW {hw}"
             else:
-                answer = f"no records, HW {after.hw}"
+                answer = f"no records, HW {hw}"
         else:
             msg(f, ld, f"OffsetsForLeaderEpoch e{before.last_epoch()}")
             answer = f"epoch end: truncate to {same}" if same < before.leo else "epoch end: keep log"
@@ -117,6 +118,11 @@ def messages(action, state: State, prev: State | None) -> tuple[list, list]:
             else f"hard crash: {action.keep} flushed record{'' if action.keep == 1 else 's'} survive"
         )
         marks.append({"lane": _lane(action.broker), "label": label, "kind": "crash"})
+    elif name == "BrokerSessionTimeout":  # the controller's own step: the dead broker hears nothing
+        marks.append({"lane": "controller", "label": f"session timeout: fence broker {action.broker}", "kind": "fence"})
+    elif name == "CheckpointHighWatermarks":
+        hw = state.broker(action.broker).checkpoint_hw
+        marks.append({"lane": _lane(action.broker), "label": f"HW {hw} checkpointed", "kind": "checkpoint"})
     elif name == "BrokerRestart":
         marks.append({"lane": _lane(action.broker), "label": "restart", "kind": "restart"})
         msg(_lane(action.broker), "controller", f"register, broker epoch {state.broker(action.broker).bepoch}")
@@ -131,7 +137,7 @@ def messages(action, state: State, prev: State | None) -> tuple[list, list]:
         marks.append(
             {"lane": "controller", "label": f"ElectLeaders: preferred broker {action.preferred}", "kind": "elect"}
         )
-    # The controller's decisions ride on other actions (a crash, a registration): mark them on its lane.
+    # The controller's decisions ride on other actions (a session timeout, a registration): mark them on its lane.
     c, pc = state.controller, prev.controller
     if (c.leader, c.epoch) != (pc.leader, pc.epoch):
         label = "partition offline" if c.leader == NO_LEADER else f"elects broker {c.leader}, epoch {c.epoch}"

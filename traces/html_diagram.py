@@ -2,8 +2,9 @@
 
 The producer, the controller and each broker are vertical lifelines; each step is a row,
 its messages (traces/html.py's messages()) arrows between them and its marks (crash,
-restart, election) symbols on one lifeline. Drawn here rather than by the page's script
-so the picture is in the file itself: a screenshot or a browser without JavaScript shows it.
+restart, session timeout, HW checkpoint, election) symbols on one lifeline. Drawn here
+rather than by the page's script so the picture is in the file itself: a screenshot or a
+browser without JavaScript shows it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ HEAD = 30  # the lifelines' names
 LINE = 20  # one message or mark per line of a row
 PAD = 8
 RIGHT = 150  # room for a mark's label on the last lifeline
-SYMBOL = {"crash": "\u2715", "restart": "\u21bb", "stall": "\u2016", "fence": "\u2298", "elect": "\u2605"}
+SYMBOL = {
+    "crash": "\u2715",
+    "restart": "\u21bb",
+    "stall": "\u2016",
+    "fence": "\u2298",
+    "elect": "\u2605",
+    "checkpoint": "\u2193",  # the HW written down to the checkpoint file
+}
 
 
 def lane_names(steps: list[dict]) -> list[tuple[str, str]]:

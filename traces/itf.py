@@ -7,12 +7,14 @@ left out of an action record.
 
 Variables of every state:
   controller  record: leader (0 = none), epoch, pepoch, isr, registered, elr, lastelr (sets of
-              broker ids), bepochs (map broker -> broker epoch), recovering
+              broker ids), bepochs (map broker -> broker epoch), recovering, replicas (the
+              assignment: a list of broker ids in the order elections try them)
   brokers     map broker id -> record: alive, bepoch, leader, epoch, pepoch, isr (the leader's
               ISR view; empty on followers), log (list of {epoch, record}), leo, hw, cache (list
               of {epoch, start}), start, views (map broker -> follower LEO, -1 = unknown),
               vbepochs, pending (set), purgatory (list of {offset, record, down}), alter (list
-              of at most one AlterPartition response record), truncating, stalled, clean
+              of at most one AlterPartition response record), truncating, stalled, clean,
+              checkpoint_hw (the HW in the checkpoint file, what a hard crash restarts with)
   ghost       record: acked (set of record ids), committed (list of record ids), hw_seen, acked_down
   budget      record: one count per search bound declared in spec/next.py (records, crashes, ...)
   action      the action that led to the state: a record with a "type" field and the action's
@@ -58,6 +60,7 @@ def controller(c: Controller) -> dict:
         "elr": broker_set(c.elr),
         "lastelr": broker_set(c.lastelr),
         "recovering": c.recovering,
+        "replicas": [num(b) for b in c.replicas],
     }
 
 
@@ -95,13 +98,14 @@ def broker(br: Broker) -> dict:
         "truncating": br.truncating,
         "stalled": br.stalled,
         "clean": br.clean,
+        "checkpoint_hw": num(br.checkpoint_hw),
     }
 
 
 def action(a) -> dict:
     if a is None:
         return {"type": "Init"}
-    out = {"type": type(a).__name__}
+    out: dict = {"type": type(a).__name__}
     for f in fields(a):
         v = getattr(a, f.name)
         if v is None:

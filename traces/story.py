@@ -11,14 +11,20 @@ from typing import TYPE_CHECKING
 
 from kafkamc.invariants.reach import catalog as reach_catalog
 from kafkamc.spec.alter_partition import AlterPartition
-from kafkamc.spec.broker_lifecycle import BrokerCrash, BrokerHeartbeat, BrokerRestart, ControllerFenceBroker
+from kafkamc.spec.broker_lifecycle import (
+    BrokerCrash,
+    BrokerHeartbeat,
+    BrokerRestart,
+    BrokerSessionTimeout,
+    ControllerFenceBroker,
+)
 from kafkamc.spec.config import Config
 from kafkamc.spec.elect_leaders import ElectLeaders
 from kafkamc.spec.fetch import Fetch, OffsetsForLeaderEpoch
 from kafkamc.spec.hw import consumer_hw, hw_isr
 from kafkamc.spec.metadata import MetadataUpdate
 from kafkamc.spec.protocol import NEWEST, PRESETS
-from kafkamc.spec.state import NO_LEADER, Broker, Controller, Ghost, State, bit, members
+from kafkamc.spec.state import NO_LEADER, UNKNOWN, Broker, Controller, Ghost, State, bit, members
 
 if TYPE_CHECKING:
     from kafkamc.traces.trace import Trace
@@ -73,14 +79,16 @@ def step_events(cfg: Config, steps: list, i: int) -> list[str]:
     crashed = action.broker if isinstance(action, BrokerCrash) else None
     if crashed is not None:
         out.append(_crash(action, prev, state))
+    restart_told = False  # a truncation on restart already says the broker restarted
     for b in cfg.brokers:
         lost = _lost(prev.broker(b).log, state.broker(b).log)
         if lost and b != crashed:
             out.append(_truncation(cfg, action, b, prev, state, lost))
+            restart_told |= isinstance(action, BrokerRestart) and action.broker == b
     if isinstance(action, AlterPartition):
         out += _isr_change(steps, i)
     else:
-        out += _controller(cfg, action, prev.controller, state)
+        out += _controller(cfg, action, prev.controller, state, restart_told)
     out += _told(cfg, action, prev, state)
     return [e for e in out if e]
 
@@ -146,16 +154,30 @@ def _holders(state: State, off: int, rec: int) -> tuple[int, ...]:
 
 
 def _crash(a: BrokerCrash, prev: State, state: State) -> str:
+    """The crash itself: the controller learns nothing of it (BrokerSessionTimeout does)."""
     b = a.broker
     if a.keep is None:
         return f"broker {b} shut down cleanly, its log flushed"
     lost = _lost(prev.broker(b).log, state.broker(b).log)
     if not lost:
-        return f"broker {b} hard-crashed (kill -9, power loss) with its whole log flushed"
-    kept = f"; the {a.keep} record(s) before it had been flushed" if a.keep else ""
+        text = f"broker {b} hard-crashed (kill -9, power loss) with its whole log flushed"
+    else:
+        kept = f"; the {a.keep} record(s) before it had been flushed" if a.keep else ""
+        text = (
+            f"broker {b} hard-crashed (kill -9, power loss) and lost the unflushed tail of its log: "
+            f"{_entries(prev.ghost, lost)}{kept}"
+        )
+    return text + _checkpoint_lag(a.keep, prev.broker(b), state.broker(b))
+
+
+def _checkpoint_lag(keep: int, before: Broker, after: Broker) -> str:
+    """HW progress a hard crash loses because the checkpoint file lagged the HW in memory; ""
+    when the checkpoint was current (the surviving log end alone caps the HW, if anything)."""
+    if after.hw >= min(before.hw, keep):
+        return ""
     return (
-        f"broker {b} hard-crashed (kill -9, power loss) and lost the unflushed tail of its log: "
-        f"{_entries(prev.ghost, lost)}{kept}"
+        f"; its HW checkpoint (replication-offset-checkpoint) still said {before.checkpoint_hw}, behind "
+        f"its HW {before.hw} in memory, so it will restart with HW {after.hw}"
     )
 
 
@@ -223,17 +245,18 @@ def _lag(steps: list, i: int, f: int) -> str:
     return f"had stopped fetching{when} (replica.lag.time.max.ms)"
 
 
-def _controller(cfg: Config, action, before: Controller, state: State) -> list[str]:
-    """What the controller decided in this step, after what made it decide: a fence, a
-    registration, an operator's request."""
+def _controller(cfg: Config, action, before: Controller, state: State, restart_told: bool = False) -> list[str]:
+    """What the controller decided in this step, after what made it decide: a session timeout,
+    a fence, a registration (unless `restart_told`: the truncation said it), an operator's request."""
     after = state.controller
     b = getattr(action, "broker", getattr(action, "preferred", NO_LEADER))
     cause, did = "", []
-    if isinstance(action, BrokerCrash) and before.registered & bit(b):
+    if isinstance(action, BrokerSessionTimeout):
+        cause = f"broker {b}'s session timed out (broker.session.timeout.ms)"
         did.append("fenced it")
     elif isinstance(action, ControllerFenceBroker):
         did.append(f"fenced broker {b} though it is still running (missed heartbeats)")
-    elif isinstance(action, BrokerRestart):
+    elif isinstance(action, BrokerRestart) and not restart_told:
         br = state.broker(b)
         cause = f"broker {b} restarted (broker epoch {br.bepoch}) with {_log(br)}"
     elif isinstance(action, BrokerHeartbeat):
@@ -285,6 +308,8 @@ def _election(cfg: Config, action, before: Controller, state: State) -> str:
         how = ""
     who = "it" if getattr(action, "broker", None) == b else f"broker {b}"
     br = state.broker(b)
+    if not br.alive:  # still registered: the controller does not know it crashed
+        how += f", though broker {b} is down (its session has not timed out yet)"
     missing = _missing(state.ghost, br)
     has = f"{who} has {_log(br)}" if who != "it" or br.log else ""
     lacks = f"{who} lacks " + ", ".join(missing) if missing else has
@@ -325,6 +350,11 @@ def _over(cfg: Config, state: State, leader: int) -> str:
         text += f" (the controller's ISR: {_ids(state.controller.isr)})"
     if len(members(isr)) < cfg.effective_minisr:
         text += f", below min.insync.replicas={cfg.effective_minisr}"
+    views = state.broker(leader).views
+    for f in members(isr):
+        if f != leader and not state.broker(f).alive:  # counted until its session times out
+            seen = f"a fetch at offset {views[f - 1]}" if views[f - 1] != UNKNOWN else "no fetch"
+            text += f", going by {seen} from broker {f} before it crashed"
     return text
 
 
@@ -373,17 +403,23 @@ def _ending(cfg: Config, last: State, before: State | None) -> list[str]:
             facts.append(f"consumers now read HW {exposed} from it after seeing HW {seen}")
     else:
         c = last.controller
-        facts.append(
-            "no broker leads the partition"
-            if c.leader == NO_LEADER
-            else f"broker {c.leader} is the controller's leader of epoch {c.epoch} but does not know it yet"
-        )
-    for b in members(last.controller.isr):
-        br = last.broker(b)
-        if b != t and br.alive:
-            gaps = [f"r{rec}" for off, rec in enumerate(g.committed) if off >= br.leo or br.log[off][1] != rec]
-            if gaps:
-                facts.append(f"ISR member {b} lacks committed {', '.join(gaps)}")
+        if c.leader == NO_LEADER:
+            facts.append("no broker leads the partition")
+        elif not last.broker(c.leader).alive:
+            facts.append(
+                f"broker {c.leader}, the controller's leader of epoch {c.epoch}, is down "
+                "(its session has not timed out yet)"
+            )
+        else:
+            facts.append(f"broker {c.leader} is the controller's leader of epoch {c.epoch} but does not know it yet")
+    c = last.controller
+    for name, mask in (("ISR", c.isr), ("ELR", c.elr & c.registered)):  # those that may lead next
+        for b in members(mask):
+            br = last.broker(b)
+            if b != t and br.alive:
+                gaps = [f"r{rec}" for off, rec in enumerate(g.committed) if off >= br.leo or br.log[off][1] != rec]
+                if gaps:
+                    facts.append(f"{name} member {b} lacks committed {', '.join(gaps)}")
     for b, br in enumerate(last.brokers, 1):
         if br.alive and br.leader == b and b != t:
             facts.append(f"broker {b} still acts as leader of epoch {br.epoch} (a zombie)")
