@@ -28,20 +28,15 @@ from __future__ import annotations
 import pytest
 from kafkamc.checker.run import run_check
 from kafkamc.spec.alter_partition import AlterPartition, HandleAlterPartitionResponse
-from kafkamc.spec.config import Config, ConfigError
+from kafkamc.spec.config import Config
 from kafkamc.spec.fetch import Fetch, ReplicaStall
 from kafkamc.spec.model import Model
 from kafkamc.spec.next import describe
 from kafkamc.spec.produce import Produce
 from kafkamc.spec.protocol import (
-    ERAS,
-    NEWEST,
     OLDEST,
     PRESETS,
-    RULES,
     Protocol,
-    ProtocolError,
-    as_of,
     parse_rule,
     preset,
 )
@@ -407,128 +402,3 @@ def test_hw_joining_replica_holds_the_hw_for_a_caught_up_follower(value, hw):
         (s,) = model.step(s, a)
     assert s.broker(1).isr == bit(1) and s.broker(1).views[1] == 0
     assert s.broker(1).hw == hw
-
-
-# Era sweep: every preset at --rf 3 --minisr 2 --max-records 1, (verdict, invariant, length).
-ERA_ONE_SHUTDOWN = {era: ("violated", "HighWatermarkMonotonic", 8) for era in ERAS[: ERAS.index("2.2.0")]} | {
-    era: ("holds", None, None) for era in ERAS[ERAS.index("2.2.0") :]
-}
-ERA_ONE_HARD_CRASH = {
-    "0.8.2": ("violated", "HighWatermarkMonotonic", 6),
-    "0.9.0": ("violated", "HighWatermarkMonotonic", 8),
-    "0.10.2": ("violated", "HighWatermarkMonotonic", 8),
-    "0.11.0": ("violated", "HighWatermarkMonotonic", 8),
-    "2.0.0": ("violated", "HighWatermarkMonotonic", 8),
-    "2.0.1": ("violated", "HighWatermarkMonotonic", 8),
-    "2.1.0": ("violated", "HighWatermarkMonotonic", 8),
-    "2.2.0": ("violated", "HighWatermarkMonotonic", 8),
-    "2.7.0": ("violated", "NoCommittedDataLoss", 10),
-    "2.8.0": ("violated", "NoCommittedDataLoss", 10),
-    "3.5.0": ("violated", "HighWatermarkMonotonic", 10),
-    "3.6.0": ("violated", "HighWatermarkMonotonic", 10),
-    "3.7.0": ("violated", "HighWatermarkMonotonic", 11),
-    "4.0.0": ("holds", None, None),
-    "4.1.0": ("holds", None, None),
-}
-FAST_ERAS = ("0.8.2", "2.1.0", "2.2.0", "3.5.0", "4.0.0", NEWEST)
-
-
-def _outcome(run) -> tuple:
-    v = run.result.violation
-    return (run.result.verdict, v and v.invariant, v and v.length)
-
-
-def test_the_sweep_covers_every_era():
-    assert tuple(ERA_ONE_SHUTDOWN) == tuple(ERA_ONE_HARD_CRASH) == ERAS
-
-
-@pytest.mark.parametrize(
-    "era", [era if era in FAST_ERAS else pytest.param(era, marks=pytest.mark.slow) for era in ERAS]
-)
-def test_eras_on_one_clean_shutdown(era):
-    assert _outcome(run_check(Config(protocol=PRESETS[era], **ONE_SHUTDOWN))) == ERA_ONE_SHUTDOWN[era]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("era", ERAS)
-def test_eras_on_one_hard_crash(era):
-    assert _outcome(run_check(Config(protocol=PRESETS[era], **ONE_HARD_CRASH))) == ERA_ONE_HARD_CRASH[era]
-
-
-# Expected losses: configurations Kafka documents as unsafe must produce a counterexample.
-EXPECTED_LOSSES = [
-    (dict(rf=2, minisr=1, unclean=True), "NoCommittedDataLoss", 6),
-    (dict(rf=3, minisr=1, unclean=True, max_records=1), "NoCommittedDataLoss", 9),
-    (dict(rf=3, minisr=2, acks="1", max_records=1), "AckedWriteDurability", 4),
-    (dict(rf=1, minisr=1), "HighWatermarkMonotonic", 4),
-    (dict(rf=2, minisr=2, max_hard_crashes=2), "HighWatermarkMonotonic", 9),
-]
-
-
-@pytest.mark.parametrize("kw,invariant,length", EXPECTED_LOSSES)
-def test_expected_losses(kw, invariant, length):
-    run = run_check(Config(**kw))
-    assert (run.result.verdict, run.result.violation.invariant, run.result.violation.length) == (
-        "violated",
-        invariant,
-        length,
-    )
-
-
-def test_correlated_loss_goes_through_a_recovering_election():
-    """The expected loss of correlated page-cache loss: both ISR members crash hard; the last
-    known leader returns RECOVERING (12 steps, two of them session timeouts)."""
-    run = run_check(Config(rf=3, minisr=2, max_records=1, max_hard_crashes=2))
-    assert _outcome(run) == ("violated", "HighWatermarkMonotonic", 12)
-    assert run.reached()["RecoveringElection"] is not None
-    assert run.result.violation.trace[-1][1].controller.recovering
-
-
-def test_acks_0_promises_nothing_and_loses_nothing_committed():
-    run = run_check(Config(rf=2, minisr=2, acks="0", max_records=1))
-    assert run.result.verdict == "holds" and run.result.coverage["Produce"] > 0
-
-
-def test_presets_follow_the_release_history():
-    assert ERAS == (
-        "0.8.2",
-        "0.9.0",
-        "0.10.2",
-        "0.11.0",
-        "2.0.0",
-        "2.0.1",
-        "2.1.0",
-        "2.2.0",
-        "2.7.0",
-        "2.8.0",
-        "3.5.0",
-        "3.6.0",
-        "3.7.0",
-        "4.0.0",
-        "4.1.0",
-    )
-    assert ERAS[0] == OLDEST == "0.8.2" and ERAS[-1] == NEWEST
-    assert PRESETS[NEWEST] == Protocol()
-    for rule in RULES:
-        assert getattr(PRESETS[OLDEST], rule.name) == rule.values[0]
-        for value, since, _ref in rule.changes:
-            assert getattr(as_of(since), rule.name) == value
-    assert as_of("2.7.0").truncation == "leader_epoch_kip279" and as_of("2.8.0").truncation == "diverging_epoch"
-    assert (as_of("3.7.0").elr, as_of("4.0.0").elr, as_of("4.0.0").last_known_leader) == ("off", "on", "any")
-    assert preset("2.7") == PRESETS["2.7.0"] and preset("newest") == Protocol()
-
-
-@pytest.mark.parametrize("bad", ["nope=1", "elr", "elr=maybe"])
-def test_bad_rules_are_errors(bad):
-    with pytest.raises(ProtocolError):
-        name, value = parse_rule(bad)
-        Protocol().with_rules(**{name: value})
-    with pytest.raises(ProtocolError):
-        preset("9.9")
-
-
-def test_config_round_trips_its_protocol():
-    cfg = Config(protocol=_with("elr=off"))
-    assert Config.from_dict(cfg.to_dict()) == cfg
-    with pytest.raises(ConfigError):
-        Config.from_dict({**cfg.to_dict(), "protocol": {"elr": "sometimes"}})
