@@ -70,7 +70,7 @@ def test_pinned_counts_under_either_name():
         Config(rf=2, minisr=1, max_unclean_crashes=0, max_crashes=1),
     ):
         r = explore(FastModel(cfg), InvariantSuite(cfg), "bfs")
-        assert (r.verdict, r.distinct_states, r.depth) == ("holds", 2333, 22)
+        assert (r.verdict, r.distinct_states, r.depth) == ("holds", 3666, 22)
 
 
 SMALL = ("check", "--rf", "1", "--minisr", "1", "--max-hard-crashes", "0", "--json", "--quiet")
@@ -85,9 +85,9 @@ def test_former_flag_works_with_one_warning(kafkamc_cli, tmp_path):
         "kafkamc: warning: --max-unclean-crashes is deprecated; use --max-hard-crashes",
     ]
     out = json.loads(p.stdout)
-    assert out["distinct_states"] == 12 and out["bounds"]["max_clean_shutdowns"] == 1
+    assert out["distinct_states"] == 15 and out["bounds"]["max_clean_shutdowns"] == 1
     new = kafkamc_cli(*SMALL, "--max-clean-shutdowns", "1", cwd=tmp_path)
-    assert new.returncode == 0 and new.stderr == "" and json.loads(new.stdout)["distinct_states"] == 12
+    assert new.returncode == 0 and new.stderr == "" and json.loads(new.stdout)["distinct_states"] == 15
 
 
 def test_former_and_new_flag_must_agree(kafkamc_cli, tmp_path):

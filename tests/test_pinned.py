@@ -13,33 +13,38 @@ from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
 from kafkamc.traces.trace import format_action
 
-DEFAULT_STATES, DEFAULT_DEPTH = 262297, 27  # `kafkamc check --rf 3 --minisr 2`
+DEFAULT_STATES, DEFAULT_DEPTH = 355389, 29  # `kafkamc check --rf 3 --minisr 2`
 
 # (configuration, distinct states, BFS depth) for configurations where every invariant holds.
 # Default bounds: two records, one hard crash (page cache lost), two ISR shrinks; protocol: newest.
+# Issue 15 moved every count: a crashed broker stays registered until BrokerSessionTimeout (the
+# others act meanwhile; a restart takes one step more), a fetch answer carries the HW from before
+# the fetch (the follower learns it one fetch later), CheckpointHighWatermarks while a hard crash
+# is left, and a re-elected leader keeps its ISR followers' positions.
 HOLDS = [
-    (dict(rf=1, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1), 12, 4),
-    (dict(rf=2, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1), 2333, 22),
-    (dict(rf=2, minisr=2), 5821, 21),
-    (dict(rf=2, minisr=2, max_records=1, max_clean_shutdowns=2, max_hard_crashes=0, max_isr_shrinks=1), 3661, 20),
-    pytest.param(dict(rf=3, minisr=2, max_records=1), 44260, 23, marks=pytest.mark.slow),
+    (dict(rf=1, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1), 15, 5),
+    (dict(rf=2, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1), 3666, 22),
+    (dict(rf=2, minisr=2), 8688, 22),
+    (dict(rf=2, minisr=2, max_records=1, max_clean_shutdowns=2, max_hard_crashes=0, max_isr_shrinks=1), 4748, 22),
+    pytest.param(dict(rf=3, minisr=2, max_records=1), 51706, 24, marks=pytest.mark.slow),
     pytest.param(
         dict(rf=2, minisr=2, max_records=1, max_clean_shutdowns=1, max_hard_crashes=0, max_fences=1),
-        22762,
-        25,
+        28795,
+        26,
         marks=pytest.mark.slow,
     ),
     pytest.param(dict(rf=3, minisr=2), DEFAULT_STATES, DEFAULT_DEPTH, marks=pytest.mark.slow),  # the default check
 ]
 
-# (configuration, invariant, length of the shortest counterexample)
+# (configuration, invariant, length of the shortest counterexample). Each crash in a path is
+# followed by BrokerSessionTimeout, the controller's fence: one step per crash.
 VIOLATED = [
-    (dict(rf=2, minisr=1, unclean=True), "NoCommittedDataLoss", 5),
-    (dict(rf=3, minisr=2, acks="1", max_records=1), "AckedWriteDurability", 3),
+    (dict(rf=2, minisr=1, unclean=True), "NoCommittedDataLoss", 6),
+    (dict(rf=3, minisr=2, acks="1", max_records=1), "AckedWriteDurability", 4),
     # One copy, lost with the page cache: the last known leader comes back RECOVERING (KIP-966).
-    (dict(rf=1, minisr=1), "HighWatermarkMonotonic", 3),
+    (dict(rf=1, minisr=1), "HighWatermarkMonotonic", 4),
     # Both replicas lose their page cache: a correlated failure that min ISR 2 cannot cover.
-    (dict(rf=2, minisr=2, max_hard_crashes=2), "HighWatermarkMonotonic", 7),
+    (dict(rf=2, minisr=2, max_hard_crashes=2), "HighWatermarkMonotonic", 9),
 ]
 
 # The shortest counterexamples themselves (BFS picks the first in successor order), step by
@@ -51,12 +56,14 @@ PATHS = [
         "state",
         [
             # min ISR 1: the leader shrinks the ISR to itself, which commits record 1, then crashes
-            # with it unflushed; the unclean election puts broker 2, which never had it, in the ISR.
+            # with it unflushed; once its session times out, the unclean election puts broker 2,
+            # which never had it, in the ISR.
             "Produce(leader=1, record=1)",
             "ReplicaStall(follower=2)",
             "AlterPartition(leader=1, isr=(1,))",
             "HandleAlterPartitionResponse(leader=1)",
             "BrokerCrash(broker=1, keep=0)",
+            "BrokerSessionTimeout(broker=1)",
         ],
     ),
     (
@@ -64,9 +71,11 @@ PATHS = [
         "AckedWriteDurability",
         "state",
         [
-            # acks=1: acknowledged once in the leader's own log, lost with it.
+            # acks=1: acknowledged once in the leader's own log, lost with it; the session
+            # timeout elects broker 2, which learns it from the metadata.
             "Produce(leader=1, record=1)",
             "BrokerCrash(broker=1, keep=0)",
+            "BrokerSessionTimeout(broker=1)",
             "MetadataUpdate(broker=2)",
         ],
     ),
@@ -75,9 +84,11 @@ PATHS = [
         "HighWatermarkMonotonic",
         "action",
         [
-            # One copy: the HW consumers read goes back when the leader restarts without the record.
+            # One copy: the HW consumers read goes back when the leader restarts without the record
+            # (the restart waits for the session timeout's fence).
             "Produce(leader=1, record=1)",
             "BrokerCrash(broker=1, keep=0)",
+            "BrokerSessionTimeout(broker=1)",
             "BrokerRestart(broker=1)",
         ],
     ),
@@ -86,12 +97,17 @@ PATHS = [
         "HighWatermarkMonotonic",
         "action",
         [
+            # The first fetch copies record 1, the second commits it at the leader (broker 2 would
+            # learn the HW a fetch later); then each broker in turn crashes, is fenced when its
+            # session times out, and restarts without the record: broker 2 last, RECOVERING.
             "Produce(leader=1, record=1)",
             "Fetch(follower=2, leader=1)",
             "Fetch(follower=2, leader=1)",
             "BrokerCrash(broker=1, keep=0)",
+            "BrokerSessionTimeout(broker=1)",
             "BrokerRestart(broker=1)",
             "BrokerCrash(broker=2, keep=0)",
+            "BrokerSessionTimeout(broker=2)",
             "BrokerRestart(broker=2)",
         ],
     ),
