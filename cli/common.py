@@ -225,3 +225,10 @@ def make_console(stderr: bool = False) -> Console:
     if out.is_terminal or "COLUMNS" in os.environ:
         return out
     return Console(stderr=stderr, width=200, soft_wrap=True)
+
+
+def properties_option(help_text: str):
+    """--properties FILE (kafkamc.invariants.properties), the same flag wherever a command takes it."""
+    return click.option(
+        "--properties", "properties_file", type=click.Path(dir_okay=False), default=None, metavar="FILE", help=help_text
+    )

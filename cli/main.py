@@ -24,6 +24,7 @@ from kafkamc.cli.common import (
     make_console,
     only_with,
     positive,
+    properties_option,
     spark_settings,
     workers_setting,
     writable,
@@ -119,14 +120,7 @@ def cli(ctx):
     metavar="NAME",
     help="search for a shortest path to this reachability property and save it (repeatable)",
 )
-@click.option(
-    "--properties",
-    "properties_file",
-    type=click.Path(dir_okay=False),
-    default=None,
-    metavar="FILE",
-    help="a Python file of your own invariants and reachability properties (see examples/properties.py)",
-)
+@properties_option("a Python file of your own invariants and reachability properties (see examples/properties.py)")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON summary on stdout")
 @click.option("--quiet", is_flag=True, help="no progress on stderr")
 def check(
@@ -305,14 +299,7 @@ def durability(max_rf, era, as_json):
 
 
 @cli.command("invariants")
-@click.option(
-    "--properties",
-    "properties_file",
-    type=click.Path(dir_okay=False),
-    default=None,
-    metavar="FILE",
-    help="also list the properties this file declares",
-)
+@properties_option("also list the properties this file declares")
 def list_invariants(properties_file):
     """List the invariants with what each one means (kind: state, action, or reach)."""
     invs, reach = PropertyFile.read(properties_file).declared() if properties_file else ((), ())

@@ -9,6 +9,7 @@ import click
 import networkx as nx
 from kafkamc.checker.fast import FastModel as Model
 from kafkamc.cli.common import EXIT_HOLDS, EXIT_VIOLATED, UsageProblem, build_config, config_options
+from kafkamc.cli.common import properties_option as common_properties_option
 from kafkamc.invariants.properties import PropertyFile
 from kafkamc.spec.config import Config
 from kafkamc.traces import graph as graph_mod
@@ -17,13 +18,8 @@ from kafkamc.traces.trace import Trace, check_claim, load
 
 # Every trace command reads a trace with load() and check_claim() (traces/trace.py): a bad
 # file is a TraceError (one line, exit 2); a real path whose claim is false is refused, exit 1.
-properties_option = click.option(
-    "--properties",
-    "properties_file",
-    type=click.Path(dir_okay=False),
-    default=None,
-    metavar="FILE",
-    help="the properties file that declares the trace's invariant or reached property",
+properties_option = common_properties_option(
+    "the properties file that declares the trace's invariant or reached property"
 )
 
 
