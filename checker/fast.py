@@ -4,7 +4,7 @@ Every component of a state is interned (checker/components.py); a step's outcome
 cached under the serial numbers of the parts of the state its runs were recorded reading
 (checker/outcomes.py, checker/footprint.py); candidates are cached per broker on what
 their signature gives them (the broker, the controller, the budget); observations on
-the controller, the broker it names leader and the ghost, checked on every run. Every
+the controller, the ghost and the brokers that serve reads, checked on every run. Every
 cache miss runs the spec's own functions, so a change in spec/ reaches the search with
 no table to update; `FastModel(cfg, verify=True)` re-runs them on every hit too.
 """
@@ -123,11 +123,26 @@ class FastSuccessors:
             out.append((i, x, n))
         return tuple(out), delta, mask
 
+    def observe_key(self, comps: list) -> tuple:
+        """The observe cache's key: the controller, the ghost, and each broker that serves
+        reads or that the controller names leader (0 for any other). spec.hw.observe reads
+        only `alive` and `leader` of a broker that does not lead, and contributes nothing
+        from it; the quiet test reads the controller and the broker it names leader."""
+        leader = comps[0].leader
+        return (
+            id(comps[0]),
+            id(comps[self.rf + 1]),
+            *[
+                id(x) if b == leader or (x.leader == b and x.alive) else 0
+                for b, x in enumerate(comps[1 : self.rf + 1], 1)
+            ],
+        )
+
     def _observe_miss(self, comps: list, key: tuple) -> list:
         """[ghost, fingerprint XOR, quiet, the quiet test it is of, the ghost's serial number]
-        after the ghost observes the true leader of these components; computed on a miss of
-        the observe cache, whose key transitions() builds (the controller, the broker it
-        names leader, the ghost). The quiet value and test are filled by transitions()."""
+        after the ghost observes the brokers serving reads in these components; computed on a
+        miss of the observe cache (its key: observe_key). The quiet value and test are filled
+        by transitions()."""
         G = self.rf + 1
         g = self.outcomes.observed(comps)
         out = [g, self.components.delta(G, comps[G], g), None, None, self.components.serial[id(g)]]
@@ -148,9 +163,9 @@ class FastSuccessors:
         search's queue holds it), which are then not computed again.
 
         Screening, the loop also skips work the search would repeat. The states it expands
-        are observed already, so a step that changes neither the controller, nor the broker
-        it names leader, nor the ghost is observed as the state itself is: it takes the
-        state's own observe entry, looked up once. And when the quiet test
+        are observed already, so a step that changes only the budget is observed as the
+        state itself is: it takes the state's own observe entry, looked up once. And when the
+        quiet test
         depends only on what the observation is keyed on (quiet.leader_only, which Z3 shows),
         a step that keeps the controller and the ghost gets its value from the observe cache
         entry, and builds its successor only when that is new."""
@@ -169,14 +184,19 @@ class FastSuccessors:
         observe_get = self.observe_cache.get
         verify = self.verify
         screen = is_new is not None
-        c = state.controller
         ghost = 1 << G
         kept = 1 | ghost  # a step that changes neither keeps the quiet test's cache entry
-        touch = kept | 1 << c.leader  # changes that may change the observation
         cached = screen and getattr(quiet, "leader_only", False)
+        okey_of = self.observe_key
         # A step that touches nothing observed is observed as the state itself is: its entry.
-        okey = (id(c), id(comps[c.leader]) if c.leader else 0, id(comps[G]))
+        okey = okey_of(comps)
         same = observe_get(okey) or self._observe_miss(comps, okey)
+        # Changes that may change the observation: to the controller, the ghost, or a broker in
+        # the key; and, checked below, a broker that starts to serve reads.
+        touch = kept
+        for b in range(1, G):
+            if okey[b + 1]:
+                touch |= 1 << b
         index = -1
         cand_caches, cand_key = self.cand_caches, self.cand_key
         for b in range(1, rf + 1):
@@ -193,12 +213,17 @@ class FastSuccessors:
                         outcomes = self.outcomes.cached(sc, state, comps, parts, action, outcomes)
                 for changes, delta, mask in outcomes:
                     index += 1
-                    if mask & touch or not screen:
+                    observed = mask & touch or not screen
+                    if not observed:
+                        for i, x, _ in changes:
+                            if i <= rf and x.leader == i and x.alive:
+                                observed = True
+                                break
+                    if observed:
                         new = comps.copy()
                         for i, x, _ in changes:
                             new[i] = x
-                        c = new[0]
-                        okey = (id(c), id(new[c.leader]) if c.leader else 0, id(new[G]))
+                        okey = okey_of(new)
                         seen = observe_get(okey)
                         if seen is None:
                             seen = self._observe_miss(new, okey)

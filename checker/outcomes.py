@@ -89,11 +89,9 @@ class Outcomes:
         self.cfg = fast.cfg
         self.rf = fast.rf
         self.steps = fast.model.steps
-        # What observe may read when the controller names leader l (0: none): the observe cache's key.
-        self.observe_reads = [
-            frozenset({0, self.rf + 1} | ({leader, self.rf + 2 + leader} if leader else set()))
-            for leader in range(self.rf + 1)
-        ]
+        # What observe may read: the controller, the brokers and the ghost (the observe cache's
+        # key, FastSuccessors.observe_key, which keeps a broker only when it serves reads).
+        self.observe_reads = frozenset(range(self.rf + 2))
 
     def changes(self, comps: list, nxt: State, reads: set) -> tuple:
         """((position, interned component), ...) where nxt (a State or a RecordingState: its
@@ -194,18 +192,17 @@ class Outcomes:
         return tuple(out)
 
     def observed(self, comps: list):
-        """The ghost after it observes the true leader of a state made of comps. Observation
-        is cached on the controller, the broker it names leader and the ghost; every run
-        checks that spec.hw.observe read nothing else."""
+        """The ghost after it observes the brokers serving reads in a state made of comps.
+        Observation is cached on the controller, the ghost and those brokers; every run
+        checks that spec.hw.observe read no other part (the budget, the stalled flags)."""
         fast, rf = self.fast, self.rf
         reads: set = set()
         G = rf + 1
         out = observe(self.cfg, _new(RecordingState, (comps[0], tuple(comps[1:G]), comps[G], comps[G + 1], reads)))
-        leader = comps[0].leader
-        if not reads <= self.observe_reads[leader]:
+        if not reads <= self.observe_reads:
             raise AssertionError(
-                f"spec.hw.observe read state parts {sorted(reads - self.observe_reads[leader])} beyond the "
-                "controller, the broker it names leader and the ghost, which the fast path "
-                "keys observations on (checker/outcomes.py)"
+                f"spec.hw.observe read state parts {sorted(reads - self.observe_reads)} beyond the "
+                "controller, the brokers and the ghost, which the fast path keys observations "
+                "on (checker/fast.py observe_key)"
             )
         return fast.components.intern(out[2], fast.tags[rf + 1])  # its ghost (read, not recorded)

@@ -93,34 +93,59 @@ def hw_monotonic(cfg: Config, P: View, V: View) -> Parts:
 
 
 def no_split_brain(cfg: Config, V: View) -> Parts:
-    parts: Parts = []
-    for b, c in combinations(cfg.brokers, 2):
-        parts.append(
-            (
-                f"brokers {b} and {c} do not both lead the same epoch",
-                z3.Not(z3.And(V.leads[b], V.leads[c], V.epoch[b] == V.epoch[c])),
-            )
+    # The controller gives each leader epoch to one broker; the epoch bump is what fences
+    # the one before (KIP-320 on the fetch path).
+    return [
+        (
+            f"brokers {b} and {c} do not both lead the same epoch",
+            z3.Not(z3.And(V.leads[b], V.leads[c], V.epoch[b] == V.epoch[c])),
         )
-    for z in cfg.brokers:
-        for t in cfg.brokers:
-            if z == t:
-                continue
-            for i in _offsets(cfg):
-                parts.append(
-                    (
-                        f"zombie {z} committed offset {i} only as leader {t} holds it",
-                        z3.Implies(z3.And(V.zombie(z), V.true_leader_is(t), V.hw[z] > i), V.log[z][i] == V.log[t][i]),
-                    )
-                )
-    for b, c in combinations(cfg.brokers, 2):
-        for i in _offsets(cfg):
-            parts.append(
-                (
-                    f"brokers {b} and {c} agree at offset {i} below both HWs",
-                    z3.Implies(z3.And(V.alive[b], V.alive[c], V.hw[b] > i, V.hw[c] > i), V.log[b][i] == V.log[c][i]),
-                )
-            )
-    return parts
+        for b, c in combinations(cfg.brokers, 2)
+    ]
+
+
+def log_matching(cfg: Config, V: View) -> Parts:
+    # KIP-101 / KIP-279: truncation by leader epoch leaves no divergence in the prefix that
+    # both replicas have marked committed.
+    return [
+        (
+            f"brokers {b} and {c} agree at offset {i} below both HWs",
+            z3.Implies(z3.And(V.alive[b], V.alive[c], V.hw[b] > i, V.hw[c] > i), V.log[b][i] == V.log[c][i]),
+        )
+        for b, c in combinations(cfg.brokers, 2)
+        for i in _offsets(cfg)
+    ]
+
+
+def consistent_reads(cfg: Config, V: View) -> Parts:
+    # A consumer reads from any broker that believes it leads, a zombie included (whose
+    # exposure the committed ghost takes in, spec.hw.observe): what it can read below that
+    # broker's HW is the committed history, never another record at the same offset.
+    return [
+        (
+            f"broker {b} serves offset {i} as committed",
+            z3.Implies(
+                z3.And(V.leads[b], V.exposed[b] > i),
+                z3.And(V.committed_len > i, V.log[b][i] == V.committed[i]),
+            ),
+        )
+        for b in cfg.brokers
+        for i in _offsets(cfg)
+    ]
+
+
+def maximal_isr_covers_isr(cfg: Config, V: View) -> Parts:
+    # KIP-497: the ISR a leader advances its HW over contains every member of the ISR the
+    # controller has committed, so the HW never passes a record some ISR member lacks.
+    return [
+        (
+            f"leader {b} counts ISR member {f} in its HW",
+            z3.Implies(z3.And(V.true_leader_is(b), V.in_isr[f]), V.in_hw_isr[b][f]),
+        )
+        for b in cfg.brokers
+        for f in cfg.brokers
+        if f != b
+    ]
 
 
 def well_formed(cfg: Config, V: View) -> Parts:
@@ -223,8 +248,29 @@ INVARIANTS: tuple[Invariant, ...] = (
         "NoSplitBrain",
         "safety",
         "state",
-        "one leader per epoch; a zombie commits nothing the leader lacks; no divergence below the HWs",
+        "no two brokers lead the same leader epoch",
         no_split_brain,
+    ),
+    Invariant(
+        "LogMatching",
+        "safety",
+        "state",
+        "two live replicas hold the same record at every offset below both their HWs (KIP-101)",
+        log_matching,
+    ),
+    Invariant(
+        "ConsistentReads",
+        "safety",
+        "state",
+        "every broker serving reads, a zombie included, exposes only committed records",
+        consistent_reads,
+    ),
+    Invariant(
+        "MaximalIsrCoversIsr",
+        "safety",
+        "state",
+        "the leader's HW counts every member of the committed ISR (KIP-497 maximal ISR)",
+        maximal_isr_covers_isr,
     ),
     Invariant(
         "WellFormed",

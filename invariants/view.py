@@ -43,7 +43,9 @@ class View:
         self.alive, self.leads, self.epoch, self.hw, self.leo = {}, {}, {}, {}, {}
         self.start, self.in_isr, self.log, self.logep = {}, {}, {}, {}
         self.in_elr, self.registered, self.exposed, self.stalled = {}, {}, {}, {}
+        self.in_hw_isr: dict[int, dict[int, z3.BoolRef]] = {}
         kip207 = cfg.rule("consumer_hw") == "kip207"
+        maximal = cfg.rule("hw_pending_isr") == "maximal"
         for b in cfg.brokers:
             br = f"{n}_b{b}"
             self.prelude += [f"{br} = {n}.brokers[{b - 1}]", f"{br}_log = {br}.log", f"{br}_leo = len({br}_log)"]
@@ -61,6 +63,11 @@ class View:
             self.exposed[b] = self._int(
                 f"exposed_hw[{b}]", f"(-1 if {br}.hw < {br}.start else {br}.hw)" if kip207 else f"{br}.hw"
             )
+            # Whether b, as leader, counts f in the ISR its HW is computed over (spec.hw.hw_isr).
+            in_use = f"({br}.isr | {br}.pending)" if maximal else f"{br}.isr"
+            self.in_hw_isr[b] = {
+                f: self._bool(f"in_hw_isr[{b}][{f}]", f"bool({in_use} & {1 << (f - 1)})") for f in cfg.brokers
+            }
             self.log[b] = [
                 self._int(f"log[{b}][{i}]", f"({br}_log[{i}][1] if {br}_leo > {i} else 0)") for i in range(R)
             ]

@@ -87,7 +87,14 @@ def alter_partition_response_candidates(cfg: Config, c: Controller, br: Broker, 
 
 
 def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | None:
-    """The leader proposes adding or removing one follower."""
+    """The leader proposes adding or removing one follower.
+
+    Under isr_update=zookeeper Kafka added a follower inside the fetch that showed it caught
+    up; here the leader may add it at any later step, from its last view of the follower,
+    even one recorded before the follower restarted. Before 2.2 that is what a missed fast
+    bounce did (KAFKA-1120; the controller noticed bounces from KIP-380, KAFKA-7235): the
+    restarted follower stayed in the ISR on its previous life's position. From 2.2 to 2.7 it
+    is a deviation that can only add behaviours, never hide one."""
     b = a.leader
     br = state.broker(b)
     if not state.leads(b) or br.pending or br.alter is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafkamc.spec.state import NO_LEADER, Broker, State, bit, members, replace, size
+from kafkamc.spec.state import Broker, State, bit, members, replace, size
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -99,26 +99,37 @@ def consumer_hw(cfg: Config, br: Broker) -> int:
 
 
 def observe(cfg: Config, state: State) -> State:
-    """Update the ghost variables from what the partition's true leader now exposes.
+    """Update the ghost variables from what every broker that serves reads now exposes.
 
-    committed: the true leader's log below its HW, the longest ever seen (only ever extended).
-    hw_seen: the highest HW a consumer could read from the true leader (consumer_hw).
+    A consumer fetches from whichever broker believes it leads (State.leads), a zombie
+    included: Partition.fetchRecords answers a consumer up to the local HW whenever the
+    replica is leader in its own metadata, and a consumer whose metadata is as old as the
+    zombie's passes its leader-epoch check (KIP-320). So:
+
+    committed: the longest log prefix below some serving broker's HW that extends what was
+      committed before (only ever extended; a conflicting exposure is what ConsistentReads
+      reports, and must not overwrite the record of it). Between two conflicting extensions
+      the choice goes by content, not by broker, so that it commutes with symmetry.
+    hw_seen: the highest HW a consumer could read from any serving broker (consumer_hw).
+      HighWatermarkMonotonic holds the true leader to it: a consumer that read from a
+      zombie and then follows the new leader must not see the HW go back.
+
+    Only a serving broker's fields other than `alive` and `leader` are read, which the fast
+    path's observation key relies on (checker/fast.py).
     """
-    t = state.true_leader()
-    if t == NO_LEADER:
-        return state
-    br = state.broker(t)
     g = state.ghost
     committed, hw_seen = g.committed, g.hw_seen
-    if br.hw > len(committed):
-        exposed = tuple(rec for _epoch, rec in br.log[: br.hw])
-        # Only an extension of what was committed is new commitment; a different history
-        # is a loss that the invariants report, and must not overwrite the record of it.
-        if exposed[: len(committed)] == committed:
-            committed = exposed
-    seen = consumer_hw(cfg, br)
-    if seen > hw_seen:
-        hw_seen = seen
+    n = len(g.committed)
+    for b, br in enumerate(state.brokers, 1):
+        if not (br.alive and br.leader == b):
+            continue
+        if br.hw > len(committed) or (br.hw == len(committed) > n):
+            exposed = tuple(rec for _epoch, rec in br.log[: br.hw])
+            if exposed[:n] == g.committed and (len(exposed) > len(committed) or exposed < committed):
+                committed = exposed
+        seen = consumer_hw(cfg, br)
+        if seen > hw_seen:
+            hw_seen = seen
     if committed is g.committed and hw_seen == g.hw_seen:
         return state
     return replace(state, ghost=replace(g, committed=committed, hw_seen=hw_seen))

@@ -151,6 +151,9 @@ def test_invariants_listed():
         "AckedWriteDurability",
         "HighWatermarkMonotonic",
         "NoSplitBrain",
+        "LogMatching",
+        "ConsistentReads",
+        "MaximalIsrCoversIsr",
         "WellFormed",
     ]
 

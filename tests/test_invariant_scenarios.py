@@ -338,43 +338,37 @@ def zombie_state() -> State:
             new_leader(2, 2, 4, B2, cache=((2, 0),)),
             follower(1, 1, stalled=True),
         ),
-        Ghost(acked=0b1, committed=(), hw_seen=0),
+        # Consumers read from the zombie too: what it exposes below its HW is committed.
+        Ghost(acked=0b1, committed=(1,), hw_seen=1),
         Budget.make(records=1, fences=1, isr_shrinks=2),
     )
 
 
-def test_no_split_brain_zombie_commits_what_the_leader_lacks():
+def test_a_zombie_commits_what_the_leader_lacks():
     """min.insync.replicas=1: leader 1 shrank the ISR to itself, then missed heartbeats; the
     controller fenced it and uncleanly elected broker 2 for epoch 2. Broker 1 has not seen
     the new metadata: as a zombie leader of epoch 1 it accepts record 1 and, being its own
-    whole ISR, commits it (HW 1) and acknowledges it. The true leader 2 does not have it."""
+    whole ISR, commits it (HW 1) and acknowledges it. A consumer with metadata as old as the
+    zombie's reads it there (Partition.fetchRecords serves it; the leader-epoch check passes),
+    so it counts as committed: the true leader 2, alone in the ISR, does not have it."""
     s = zombie_state()
     assert run(FENCE, *ZOMBIE_TRACE) == s
     assert_violation(
         FENCE,
         s,
-        "NoSplitBrain",
-        "zombie 1 committed offset 0 only as leader 2 holds it",
-        {
-            "leads[1]": True,
-            "epoch[1]": 1,
-            "c_epoch": 2,
-            "c_leader": 2,
-            "leads[2]": True,
-            "epoch[2]": 2,
-            "hw[1]": 1,
-            "log[1][0]": 1,
-            "log[2][0]": 0,
-        },
-        also={"AckedWriteDurability"},  # the zombie acknowledged record 1
+        "NoCommittedDataLoss",
+        "broker 2 in the ISR holds committed offset 0",
+        {"alive[2]": True, "in_isr[2]": True, "committed_len": 1, "committed[0]": 1, "log[2][0]": 0},
+        also={"LeaderCompleteness", "AckedWriteDurability"},  # leader 2 lacks it; it was acknowledged
     )
 
 
-def test_no_split_brain_divergence_below_both_hws():
+def test_log_matching_divergence_below_both_hws():
     """Continuing the zombie story: leader 2 commits its own record 2 at offset 0 (HW 1);
     broker 1 heartbeats again and applies the metadata, becoming a follower of epoch 2. Until
     its first fetch truncates it (KIP-101), it keeps record 1 at offset 0 under HW 1, while
-    the leader has record 2 there under HW 1: the logs diverge below both HWs."""
+    the leader has record 2 there under HW 1: the logs diverge below both HWs. Leader 2 now
+    serves record 2 at offset 0, where consumers already read record 1 from the zombie."""
     s = run(FENCE, Produce(2, 2), BrokerHeartbeat(1), MetadataUpdate(1), state=zombie_state())
     built = State(
         Controller(
@@ -385,23 +379,36 @@ def test_no_split_brain_divergence_below_both_hws():
             new_leader(2, 2, 4, B2, log=((2, 2),), cache=((2, 0),), hw=1),
             follower(1, 1, stalled=True),
         ),
-        Ghost(acked=0b11, committed=(2,), hw_seen=1),
+        Ghost(acked=0b11, committed=(1,), hw_seen=1),
         Budget.make(records=2, fences=1, isr_shrinks=2),
     )
     assert s == built
     assert_violation(
         FENCE,
         s,
-        "NoSplitBrain",
+        "LogMatching",
         "brokers 1 and 2 agree at offset 0 below both HWs",
         {"alive[1]": True, "alive[2]": True, "hw[1]": 1, "hw[2]": 1, "log[1][0]": 1, "log[2][0]": 2},
-        also={"AckedWriteDurability"},  # record 1, acknowledged by the zombie, is lost
+        also={"NoCommittedDataLoss", "LeaderCompleteness", "AckedWriteDurability", "ConsistentReads"},
     )
-    # The follower's next fetch finds the divergence and truncates: the split brain heals
-    # (the lost acknowledged write stays lost).
+    assert_violation(
+        FENCE,
+        s,
+        "ConsistentReads",
+        "broker 2 serves offset 0 as committed",
+        {"leads[2]": True, "exposed_hw[2]": 1, "log[2][0]": 2, "committed[0]": 1},
+        also={"NoCommittedDataLoss", "LeaderCompleteness", "AckedWriteDurability", "LogMatching"},
+    )
+    # The follower's next fetch finds the divergence and truncates: the logs match again
+    # (the committed record the zombie served stays lost, and leader 2 still serves another).
     healed = run(FENCE, Fetch(1, 2), state=s)
     assert healed.broker(1).log == () and healed.broker(1).hw == 0
-    assert failing(FENCE, healed) == {"AckedWriteDurability"}
+    assert failing(FENCE, healed) == {
+        "NoCommittedDataLoss",
+        "LeaderCompleteness",
+        "AckedWriteDurability",
+        "ConsistentReads",
+    }
 
 
 def test_no_split_brain_zombie_without_commit_is_harmless():

@@ -20,7 +20,9 @@ DEFAULT_STATES, DEFAULT_DEPTH = 355389, 29  # `kafkamc check --rf 3 --minisr 2`
 # Issue 15 moved every count: a crashed broker stays registered until BrokerSessionTimeout (the
 # others act meanwhile; a restart takes one step more), a fetch answer carries the HW from before
 # the fetch (the follower learns it one fetch later), CheckpointHighWatermarks while a hard crash
-# is left, and a re-elected leader keeps its ISR followers' positions.
+# is left, and a re-elected leader keeps its ISR followers' positions. Consumers reading from a
+# zombie (ghost committed and hw_seen take every broker serving reads) merge states that differed
+# only in those ghosts once a fenced leader's HW is ahead of the new leader's: 28,795 -> 27,088.
 HOLDS = [
     (dict(rf=1, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1), 15, 5),
     (dict(rf=2, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1), 3666, 22),
@@ -29,7 +31,7 @@ HOLDS = [
     pytest.param(dict(rf=3, minisr=2, max_records=1), 51706, 24, marks=pytest.mark.slow),
     pytest.param(
         dict(rf=2, minisr=2, max_records=1, max_clean_shutdowns=1, max_hard_crashes=0, max_fences=1),
-        28795,
+        27088,
         26,
         marks=pytest.mark.slow,
     ),

@@ -33,6 +33,7 @@ _WORDS: dict[tuple[str, int], str] = {
     ("stalled", 1): "broker {0} has stopped fetching",
     ("registered", 1): "broker {0} is registered and unfenced",
     ("exposed_hw", 1): "HW broker {0} exposes to consumers",
+    ("in_hw_isr", 2): "leader {0} counts broker {1} in the ISR its HW moves over",
     ("log", 2): "record at offset {1} of broker {0}'s log",
     ("logep", 2): "leader epoch of offset {1} in broker {0}'s log",
     ("committed_len", 0): "number of committed records",
