@@ -57,46 +57,118 @@ def acked_with_down(k: int) -> Callable[[Config, View, View], z3.BoolRef]:
     return build
 
 
-def _crashes(cfg: Config) -> int:
-    return cfg.max_clean_shutdowns + cfg.max_hard_crashes + cfg.max_fences
+# When each property is expected: exactly the configurations whose exhaustive search reaches it
+# (tests/test_reach_expected.py measures both directions). Preferred elections
+# (--max-leader-elections) change none of them: they only move leadership inside the ISR.
+
+
+def _outages(c: Config) -> int:
+    """Brokers the controller may fence: each clean shutdown and hard crash ends in a session
+    timeout, each fence is one; every one takes a replica out of the ISR, the leader included."""
+    return c.max_clean_shutdowns + c.max_hard_crashes + c.max_fences
+
+
+def _can_empty(c: Config) -> bool:
+    """Whether every replica can leave the ISR: rf removals, of which the last a fence (a
+    leader never shrinks itself away; an ISR shrink removes only followers)."""
+    return _outages(c) >= 1 and c.max_isr_shrinks + _outages(c) >= c.rf
+
+
+def hw_expected(c: Config) -> bool:
+    """One record is enough: the full initial ISR is at min.insync.replicas."""
+    return c.max_records > 0
+
+
+def elr_election_expected(c: Config) -> bool:
+    """KIP-966 elects from the ELR only once the ISR is empty. Either a replica that left the
+    ISR below min ISR (so min ISR >= 2) is still registered when the last one is fenced: it
+    left by a shrink, a fence or a clean shutdown, not a hard crash (re-registering after one
+    drops it from the ELR, KAFKA-15586). Or the last member itself comes back after a fence
+    or a clean shutdown; with unclean election on, only if no other replica was registered
+    when the ISR emptied (else one is elected uncleanly and the ELR cleared)."""
+    if c.rule("elr") != "on" or not _can_empty(c):
+        return False
+    registered_elr = c.effective_minisr >= 2 and c.max_isr_shrinks + c.max_clean_shutdowns + c.max_fences >= 1
+    returning = c.max_clean_shutdowns + c.max_fences >= 1 and (not c.unclean or _outages(c) >= c.rf)
+    return registered_elr or returning
+
+
+def recovering_election_expected(c: Config) -> bool:
+    """Without ELR the ISR never empties: an unclean election needs its members all fenced and
+    another replica registered. With ELR, the min ISR replicas that leave the ISR last all enter
+    the ELR; the last known leader is elected (KAFKA-15585) once each of them has re-registered
+    after a hard crash, the one way out of the ELR. An unclean election instead needs them all
+    fenced while another replica is registered: one that left the ISR above min ISR, or, when
+    rf = min ISR, one out of the ELR after a hard crash."""
+    if not _can_empty(c):
+        return False
+    if c.rule("elr") != "on":
+        return c.unclean and c.rf >= 2
+    m = c.effective_minisr
+    if c.max_hard_crashes >= m:
+        return True
+    if not c.unclean:
+        return False
+    if c.rf > m:
+        return _outages(c) >= m
+    return _outages(c) >= c.rf and c.max_hard_crashes >= 1
+
+
+def recovered_expected(c: Config) -> bool:
+    """The first accepted ISR change recovers the partition; the ISR is its leader alone, so
+    that change adds a follower: none with rf 1."""
+    return c.rf >= 2 and recovering_election_expected(c)
+
+
+def healthy_follower_shrunk_expected(c: Config) -> bool:
+    """Only replica.lag.max.messages (before 0.9.0, KAFKA-1546) drops a follower that still
+    fetches: a record appended before its first fetch leaves it more than one record behind
+    (the leader counts an unknown follower end offset as -1). Under replica.lag.time.max.ms a
+    shrink needs a stalled follower."""
+    return c.rule("isr_lag") == "messages" and c.rf >= 2 and c.max_isr_shrinks >= 1 and c.max_records >= 1
+
+
+def acked_with_down_expected(k: int) -> Callable[[Config], bool]:
+    def expected(c: Config) -> bool:
+        """acks=all: k brokers dead (each a clean shutdown or a hard crash), their sessions timed
+        out so the ISR of the live ones still holds min.insync.replicas, and one record."""
+        return (
+            c.track_down
+            and c.acks == "all"
+            and c.max_records >= 1
+            and c.max_clean_shutdowns + c.max_hard_crashes >= k
+            and c.rf - k >= c.effective_minisr
+        )
+
+    return expected
 
 
 def catalog(cfg: Config) -> tuple[Reachable, ...]:
-    elr = cfg.rule("elr") == "on"
     props = [
-        Reachable(
-            "HighWatermarkAdvances", "consumers see the HW move forward", hw_advances, lambda c: c.max_records > 0
-        ),
+        Reachable("HighWatermarkAdvances", "consumers see the HW move forward", hw_advances, hw_expected),
         Reachable(
             "ElrElection",
             "a replica from the ELR is elected leader (KIP-966)",
             elr_election,
-            lambda c: (
-                elr
-                and c.effective_minisr >= 2
-                and not c.unclean
-                and _crashes(c) >= 1
-                and c.max_isr_shrinks + _crashes(c) >= 3
-            ),
+            elr_election_expected,
         ),
         Reachable(
             "RecoveringElection",
             "an unclean or last-known-leader election leaves the partition RECOVERING",
             recovering_election,
-            lambda c: (
-                _crashes(c) >= 2
-                and _crashes(c) + c.max_isr_shrinks >= c.rf
-                and (c.unclean or (elr and c.max_hard_crashes >= 1))
-            ),
+            recovering_election_expected,
         ),
         Reachable(
-            "Recovered", "a RECOVERING partition recovers when its leader expands the ISR", recovered, lambda c: False
+            "Recovered",
+            "a RECOVERING partition recovers when its leader expands the ISR",
+            recovered,
+            recovered_expected,
         ),
         Reachable(
             "HealthyFollowerShrunk",
             "a follower that is alive, registered and not stalled is removed from the ISR",
             healthy_follower_shrunk,
-            lambda c: False,
+            healthy_follower_shrunk_expected,
         ),
     ]
     for k in range(1, cfg.rf + 1 if cfg.track_down else 1):
@@ -105,7 +177,7 @@ def catalog(cfg: Config) -> tuple[Reachable, ...]:
                 f"AckedWith{k}Down",
                 f"an acks=all write is appended and acknowledged while {k} broker(s) are down",
                 acked_with_down(k),
-                lambda c: False,
+                acked_with_down_expected(k),
             )
         )
     return tuple(props)
