@@ -62,8 +62,8 @@ def assert_exact(cfg: Config) -> None:
 
 FAST = list(grid(1, 2, range(2))) + list(grid(2, 1, range(2)))
 SLOW = [row for row in [*grid(1, 3, range(3)), *grid(2, 2, range(3))] if row not in FAST] + [
-    row for row in grid(3, 2, range(2)) if row[1] == 2 and row[7] == "on"
-]
+    row for row in grid(3, 2, range(1)) if row[1] == 2 and row[7] == "on"
+]  # rf 3 with one ISR shrink and every min ISR was measured exact too, but costs minutes
 
 
 @pytest.mark.parametrize("row", FAST, ids=lambda r: "rf{}-isr{}-c{}h{}f{}-s{}-u{:d}-elr{}".format(*r))
@@ -91,11 +91,11 @@ def test_no_record_no_hw_to_advance():
     assert_exact(cfg)
 
 
-@pytest.mark.parametrize("shrinks", [1, pytest.param(2, marks=pytest.mark.slow)])
-def test_one_fence_and_one_hard_crash_do_not_warn_of_a_recovering_election(shrinks):
+def test_one_fence_and_one_hard_crash_do_not_warn_of_a_recovering_election():
     """The issue's example: one fence and one hard crash cannot empty the ELR at rf 3, min
-    ISR 2, so RecoveringElection is not expected (it used to warn that it never happened)."""
-    bounds = ("--max-records", 1, "--max-hard-crashes", 1, "--max-fences", 1, "--max-isr-shrinks", shrinks)
+    ISR 2, so RecoveringElection is not expected (with one or two ISR shrinks it used to
+    warn that it never happened; two take two minutes more and add nothing)."""
+    bounds = ("--max-records", 1, "--max-hard-crashes", 1, "--max-fences", 1, "--max-isr-shrinks", 1)
     p = run_kafkamc("check", "--rf", 3, "--minisr", 2, *bounds, "--quiet", "--trace-out", "/dev/null")
     assert p.returncode == 0, p.stderr
     assert "holds: every invariant" in p.stdout
