@@ -11,7 +11,7 @@ no table to update; `FastModel(cfg, verify=True)` re-runs them on every hit too.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from operator import attrgetter, itemgetter
 
 from kafkamc.checker.components import UNKNOWN, Components, Fresh, store
@@ -33,17 +33,21 @@ class FastSuccessors:
         cfg = model.config
         self.model = model
         self.cfg = cfg
-        self.rf = cfg.rf
+        self.n = len(cfg.brokers)  # brokers in the cluster: a state has one record each
         self.candidates_of = model.broker_candidates  # (controller, broker, budget, b) -> actions
         self.verify = verify
         self.caches: dict = {}  # action -> its StepCache
         self.outcomes = Outcomes(self)
-        self.tags = (0,) + (1,) * cfg.rf + (2, 3)
+        self.tags = (0,) + (1,) * self.n + (2, 3)
         self.components = Components(self.tags)
         # Candidates of broker b, keyed on the serial numbers of (broker b, controller, budget).
-        self.cand_key: list = [None] + [itemgetter(b, 0, cfg.rf + 2) for b in cfg.brokers]
+        self.cand_key: list = [None] + [itemgetter(b, 0, self.n + 2) for b in cfg.brokers]
         self.cand_caches: list = [None] + [{} for _ in cfg.brokers]
         self.observe_cache: dict = {}
+        # With symmetry over a pool (checker FastModel.pooled), the kinds of action whose
+        # successors need relabelling (spec/next.py moves_replicas), and how to fingerprint them.
+        self.relabelled: frozenset = frozenset()
+        self.canonical_fp: Callable[[State], int] = self.fingerprint
 
     # ---------------------------------------------------------------- components
 
@@ -54,8 +58,8 @@ class FastSuccessors:
         return [intern(x, tags[i]) for i, x in enumerate(comps)]
 
     def join(self, comps: list) -> State:
-        rf = self.rf
-        return State(comps[0], tuple(comps[1 : rf + 1]), comps[rf + 1], comps[rf + 2])
+        n = self.n
+        return State(comps[0], tuple(comps[1 : n + 1]), comps[n + 1], comps[n + 2])
 
     def _interned(self, state: State) -> tuple:
         """(components, their serial numbers, the state made of them). The states the search
@@ -90,10 +94,10 @@ class FastSuccessors:
         builds (broker b, the controller, the budget). When the run of a step read nothing
         else, its outcomes are fixed by that key too and are kept here, which spares the
         search one cache lookup per transition."""
-        rf = self.rf
-        local = {0, b, rf + 2, rf + 2 + b}
+        n = self.n
+        local = {0, b, n + 2, n + 2 + b}
         out = []
-        for a in self.candidates_of(comps[0], comps[b], comps[rf + 2], b):
+        for a in self.candidates_of(comps[0], comps[b], comps[n + 2], b):
             sc = self.cache_of(a)
             fixed = None
             if not self.verify and (sc.reads is None or sc.reads <= local):
@@ -131,10 +135,10 @@ class FastSuccessors:
         leader = comps[0].leader
         return (
             id(comps[0]),
-            id(comps[self.rf + 1]),
+            id(comps[self.n + 1]),
             *[
                 id(x) if b == leader or (x.leader == b and x.alive) else 0
-                for b, x in enumerate(comps[1 : self.rf + 1], 1)
+                for b, x in enumerate(comps[1 : self.n + 1], 1)
             ],
         )
 
@@ -143,7 +147,7 @@ class FastSuccessors:
         after the ghost observes the brokers serving reads in these components; computed on a
         miss of the observe cache (its key: observe_key). The quiet value and test are filled
         by transitions()."""
-        G = self.rf + 1
+        G = self.n + 1
         g = self.outcomes.observed(comps)
         out = [g, self.components.delta(G, comps[G], g), None, None, self.components.serial[id(g)]]
         store(self.observe_cache, key, out)
@@ -169,8 +173,7 @@ class FastSuccessors:
         depends only on what the observation is keyed on (quiet.leader_only, which Z3 shows),
         a step that keeps the controller and the ghost gets its value from the observe cache
         entry, and builds its successor only when that is new."""
-        rf = self.rf
-        G = rf + 1
+        G = self.n + 1
         if known is None or self.verify:
             comps, numbers, state = self._interned(state)
             base = self.components.xor(numbers)
@@ -188,6 +191,7 @@ class FastSuccessors:
         kept = 1 | ghost  # a step that changes neither keeps the quiet test's cache entry
         cached = screen and getattr(quiet, "leader_only", False)
         okey_of = self.observe_key
+        relabelled = self.relabelled
         # A step that touches nothing observed is observed as the state itself is: its entry.
         okey = okey_of(comps)
         same = observe_get(okey) or self._observe_miss(comps, okey)
@@ -199,7 +203,7 @@ class FastSuccessors:
                 touch |= 1 << b
         index = -1
         cand_caches, cand_key = self.cand_caches, self.cand_key
-        for b in range(1, rf + 1):
+        for b in range(1, G):
             ckey = cand_key[b](parts)
             candidates = cand_caches[b].get(ckey)
             if candidates is None:
@@ -216,7 +220,7 @@ class FastSuccessors:
                     observed = mask & touch or not screen
                     if not observed:
                         for i, x, _ in changes:
-                            if i <= rf and x.leader == i and x.alive:
+                            if i < G and x.leader == i and x.alive:
                                 observed = True
                                 break
                     if observed:
@@ -231,6 +235,11 @@ class FastSuccessors:
                         new = None  # built only if the successor is looked at: most are not
                         seen = same
                     fp = base ^ delta ^ seen[1]
+                    if kind in relabelled:  # a successor out of assignment order: its class's fingerprint
+                        new = comps.copy()
+                        for i, x, _ in changes:
+                            new[i] = x
+                        fp = self.canonical_fp(new_tuple(State, (new[0], tuple(new[1:G]), seen[0], new[G + 1])))
                     keeps = settled = False
                     if screen:
                         fired[kind] += 1
@@ -268,7 +277,7 @@ class FastSuccessors:
                     for i, x, n in changes:
                         child[i] = n
                         if i < G and i:
-                            child[G + 1 + i] = x.stalled  # parts hold broker b's stalled flag at rf + 2 + b
+                            child[G + 1 + i] = x.stalled  # parts hold broker b's stalled flag at G + 1 + b
                     child[G] = seen[4]
                     child[-1] = fp
                     yield (
@@ -325,7 +334,14 @@ class FastModel:
         self.spec = Model(config, actions)
         self.config = self.spec.config
         self.fast = FastSuccessors(self.spec, verify)
-        self.in_order = self.config.brokers
+        self.in_order = tuple(range(1, self.config.rf + 1))
+        # A cluster larger than the replication factor: the assignment moves (reassignment) and
+        # the brokers outside it are relabelled too, so every successor is canonicalised.
+        self.pooled = len(self.config.brokers) > self.config.rf
+        if self.pooled and self.config.symmetry and not verify:
+            self.fast.relabelled = frozenset(a.type for a in self.spec.actions if a.moves_replicas)
+            self.fast.canonical_fp = self.canonical_fingerprint
+        self.relabels: dict = {}  # (id of an interned component, relabelling) -> the relabelled one
 
     def initial_states(self) -> list[State]:
         return self.spec.initial_states()
@@ -350,16 +366,60 @@ class FastModel:
         assignment, so the successors of a state in assignment order 1..rf are their own
         canonical forms: the reduced search (which starts from that order) needs no
         canonicalisation at all. Verify mode checks the premise."""
-        return not self.config.symmetry or (state.controller.replicas == self.in_order and not self.fast.verify)
+        if not self.config.symmetry:
+            return True
+        c = state.controller
+        if not self.pooled:
+            return c.replicas == self.in_order and not self.fast.verify
+        # One broker outside the set: a state numbered in assignment order is canonical, and so
+        # is every successor but those of an action that reorders the set (a reassignment's
+        # start), which the fused loop fingerprints by their class (FastSuccessors.relabelled).
+        cfg = self.config
+        return (
+            not self.fast.verify
+            and len(cfg.brokers) - cfg.rf <= 1
+            and c.replicas == tuple(range(1, len(c.replicas) + 1))
+        )
 
     def _expand_reduced(self, state: State):
         in_order, fingerprint = self.in_order, self.fast.fingerprint
+        pooled = self.pooled
         for action, nxt, fp in self.fast.expand(state):
-            if nxt.controller.replicas != state.controller.replicas:
-                raise AssertionError(f"{action} changed the replica assignment, which symmetry assumes fixed")
-            if nxt.controller.replicas != in_order:
+            if not pooled and nxt.controller.replicas != state.controller.replicas:
+                raise AssertionError(f"{action} changed the replica assignment, which only a reassignment may")
+            if pooled:
+                fp = self.canonical_fingerprint(nxt)
+            elif nxt.controller.replicas != in_order:
                 fp = fingerprint(symmetry.canonical(nxt))
             yield action, nxt, fp
+
+    def canonical_fingerprint(self, state: State) -> int:
+        """fingerprint(symmetry.canonical(state)), with each component's relabelling cached: a
+        relabelled broker or controller is the same object every time its original meets the
+        same relabelling. With two or more brokers outside the set, canonical() itself (it
+        compares their orders)."""
+        cfg = self.config
+        c = state.controller
+        if len(cfg.brokers) - len(c.replicas) > 1:
+            return self.fast.fingerprint(symmetry.canonical(state))
+        outsiders = tuple(b for b in cfg.brokers if b not in c.replicas)
+        perm = symmetry.relabelling(c.replicas, outsiders)
+        comps = self.fast._interned(state)[0]
+        if symmetry.is_identity(perm):
+            return self.fast.components.xor([self.fast.components.serial[id(x)] for x in comps])
+        out = list(comps)
+        out[0] = self._relabelled(comps[0], perm, symmetry.relabel_controller, 0)
+        for b in cfg.brokers:
+            out[perm[b - 1]] = self._relabelled(comps[b], perm, symmetry.relabel_broker, 1)
+        serial = self.fast.components.serial
+        return self.fast.components.xor([serial[id(x)] for x in out])
+
+    def _relabelled(self, x, perm: tuple, relabel, tag: int):
+        key = (id(x), perm)
+        got = self.relabels.get(key)
+        if got is None:
+            got = self.relabels[key] = self.fast.components.intern(relabel(x, perm), tag)
+        return got
 
     def owner_key(self, state: State) -> int:
         """What the multi-process engine partitions states by: the fingerprint of the
@@ -367,7 +427,7 @@ class FastModel:
         (every step that reads it), so each worker keeps meeting its own; a random split
         made every worker recompute most of them."""
         c = state.controller
-        if self.config.symmetry and c.replicas != self.in_order:
+        if self.config.symmetry and (self.pooled or c.replicas != self.in_order):
             c = symmetry.canonical(state).controller
         return self.fast.controller_fingerprint(c)
 

@@ -14,7 +14,7 @@ that way). A changed guard or effect in spec/ is seen by the next miss, with no 
 to update.
 
 Part positions, the same as the fast path's key parts: 0 the controller, b broker b,
-rf+1 the ghost, rf+2 the budget, rf+2+b only broker b's `stalled` flag.
+n+1 the ghost, n+2 the budget, n+2+b only broker b's `stalled` flag.
 """
 
 from __future__ import annotations

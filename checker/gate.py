@@ -217,6 +217,7 @@ def config_summary(c: Config) -> str:
 
     d = Config()
     parts = [f"rf={c.rf}", f"minisr={c.minisr}"]
+    parts += [f"brokers={c.broker_count}"] if c.broker_count else []
     parts += [f"acks={c.acks}"] if c.acks != d.acks else []
     parts += ["unclean=on"] if c.unclean else []
     era = c.protocol.era()

@@ -87,11 +87,11 @@ class Outcomes:
     def __init__(self, fast) -> None:
         self.fast = fast
         self.cfg = fast.cfg
-        self.rf = fast.rf
+        self.n = fast.n
         self.steps = fast.model.steps
         # What observe may read: the controller, the brokers and the ghost (the observe cache's
         # key, FastSuccessors.observe_key, which keeps a broker only when it serves reads).
-        self.observe_reads = frozenset(range(self.rf + 2))
+        self.observe_reads = frozenset(range(self.n + 2))
 
     def changes(self, comps: list, nxt: State, reads: set) -> tuple:
         """((position, interned component), ...) where nxt (a State or a RecordingState: its
@@ -186,18 +186,18 @@ class Outcomes:
 
     def _patch(self, changed: tuple) -> tuple:
         """The key parts (checker/footprint.py) that changed components give new values."""
-        rf, serial = self.rf, self.fast.components.serial
+        n, serial = self.n, self.fast.components.serial
         out = [(i, serial[id(x)]) for i, x in changed]
-        out += [(rf + 2 + i, x.stalled) for i, x in changed if 1 <= i <= rf]
+        out += [(n + 2 + i, x.stalled) for i, x in changed if 1 <= i <= n]
         return tuple(out)
 
     def observed(self, comps: list):
         """The ghost after it observes the brokers serving reads in a state made of comps.
         Observation is cached on the controller, the ghost and those brokers; every run
         checks that spec.hw.observe read no other part (the budget, the stalled flags)."""
-        fast, rf = self.fast, self.rf
+        fast, n = self.fast, self.n
         reads: set = set()
-        G = rf + 1
+        G = n + 1
         out = observe(self.cfg, _new(RecordingState, (comps[0], tuple(comps[1:G]), comps[G], comps[G + 1], reads)))
         if not reads <= self.observe_reads:
             raise AssertionError(
@@ -205,4 +205,4 @@ class Outcomes:
                 "controller, the brokers and the ghost, which the fast path keys observations "
                 "on (checker/fast.py observe_key)"
             )
-        return fast.components.intern(out[2], fast.tags[rf + 1])  # its ghost (read, not recorded)
+        return fast.components.intern(out[2], fast.tags[n + 1])  # its ghost (read, not recorded)

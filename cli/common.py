@@ -25,6 +25,7 @@ DEFAULTS = Config()
 # The bounds' flags come from the actions that declare them (spec/next.py).
 CONFIG_OPTION_NAMES = (
     "rf",
+    "broker_count",
     "minisr",
     "acks",
     "unclean",
@@ -50,6 +51,14 @@ def _bound(b: Bound) -> list:
 
 _CONFIG_OPTIONS = (
     click.option("--rf", type=int, default=DEFAULTS.rf, show_default=True, help="replication factor (brokers)"),
+    click.option(
+        "--brokers",
+        "broker_count",
+        type=int,
+        default=None,
+        help="brokers in the cluster, of which --rf host the partition (default: --rf); more give a reassignment "
+        "somewhere to move to",
+    ),
     click.option("--minisr", type=int, default=DEFAULTS.minisr, show_default=True, help="min.insync.replicas"),
     click.option("--acks", type=click.Choice(ACKS), default=DEFAULTS.acks, show_default=True, help="producer acks"),
     click.option(
@@ -109,6 +118,8 @@ def build_config(options: dict) -> Config:
     o = {name: options.pop(name) for name in CONFIG_OPTION_NAMES}
     _former_flags(o)
     protocol = build_protocol(o.pop("era"), o.pop("rules"), o.pop("elr"))
+    if o["broker_count"] is None:
+        o["broker_count"] = 0  # as many as --rf
     return Config(protocol=protocol, **o).validated()
 
 

@@ -54,6 +54,9 @@ def leader_completeness(cfg: Config, V: View) -> Parts:
 
 
 def eligible_replicas_complete(cfg: Config, V: View) -> Parts:
+    # Only members of the replica set: a completed reassignment may leave a removed replica in
+    # the ELR (PartitionChangeBuilder does not filter it to the target), but elections follow
+    # the replica set, so it never leads.
     # KIP-966: the ELR is "replicas that are not in the ISR but are guaranteed to have the
     # committed data"; the controller elects from it only unfenced members. A dead member
     # still registered (its session not yet expired) serves nothing, and one that crashed
@@ -62,7 +65,8 @@ def eligible_replicas_complete(cfg: Config, V: View) -> Parts:
         (
             f"live unfenced ELR member {b} holds committed offset {i}",
             z3.Implies(
-                z3.And(V.in_elr[b], V.alive[b], V.registered[b], V.committed_len > i), V.log[b][i] == V.committed[i]
+                z3.And(V.in_elr[b], V.replica[b], V.alive[b], V.registered[b], V.committed_len > i),
+                V.log[b][i] == V.committed[i],
             ),
         )
         for b in cfg.brokers
@@ -179,6 +183,7 @@ def well_formed(cfg: Config, V: View) -> Parts:
     elr = cfg.rule("elr") == "on"
     for b in cfg.brokers:
         parts.append((f"broker {b} is not in the ISR and the ELR at once", z3.Not(z3.And(V.in_isr[b], V.in_elr[b]))))
+        parts.append((f"ISR member {b} is in the replica set", z3.Implies(V.in_isr[b], V.replica[b])))
         if not elr:
             parts.append((f"broker {b} is in no ELR with ELR off", z3.Not(V.in_elr[b])))
         # A fenced broker leaves the ISR; only without ELR does the last member stay.

@@ -44,10 +44,23 @@ def recovered(cfg: Config, P: View, V: View) -> z3.BoolRef:
 def healthy_follower_shrunk(cfg: Config, P: View, V: View) -> z3.BoolRef:
     return z3.Or(
         [
-            z3.And(P.in_isr[f], z3.Not(V.in_isr[f]), P.alive[f], V.alive[f], V.registered[f], z3.Not(P.stalled[f]))
+            z3.And(
+                P.in_isr[f],
+                z3.Not(V.in_isr[f]),
+                V.replica[f],  # a completed reassignment removes replicas from the ISR on purpose
+                P.alive[f],
+                V.alive[f],
+                V.registered[f],
+                z3.Not(V.shutting[f]),  # a controlled shutdown leaves the ISR on purpose
+                z3.Not(P.stalled[f]),
+            )
             for f in cfg.brokers
         ]
     )
+
+
+def reassignment_completed(cfg: Config, P: View, V: View) -> z3.BoolRef:
+    return z3.And(P.c_reassigning, z3.Not(V.c_reassigning))
 
 
 def acked_with_down(k: int) -> Callable[[Config, View, View], z3.BoolRef]:
@@ -59,13 +72,21 @@ def acked_with_down(k: int) -> Callable[[Config, View, View], z3.BoolRef]:
 
 # When each property is expected: exactly the configurations whose exhaustive search reaches it
 # (tests/test_reach_expected.py measures both directions). Preferred elections
-# (--max-leader-elections) change none of them: they only move leadership inside the ISR.
+# (--max-leader-elections) change none of them: they only move leadership inside the ISR. A
+# controlled shutdown counts as a way out of the ISR that leaves the replica eligible.
 
 
 def _outages(c: Config) -> int:
     """Brokers the controller may fence: each clean shutdown and hard crash ends in a session
-    timeout, each fence is one; every one takes a replica out of the ISR, the leader included."""
-    return c.max_clean_shutdowns + c.max_hard_crashes + c.max_fences
+    timeout, each fence is one, each controlled shutdown ends in one; every one takes a replica
+    out of the ISR, the leader included."""
+    return c.max_clean_shutdowns + c.max_hard_crashes + c.max_fences + c.max_controlled_shutdowns
+
+
+def _clean_exits(c: Config) -> int:
+    """Ways out of the ISR that leave the replica eligible (clean, or alive): clean and
+    controlled shutdowns and fences."""
+    return c.max_clean_shutdowns + c.max_fences + c.max_controlled_shutdowns
 
 
 def _can_empty(c: Config) -> bool:
@@ -88,8 +109,8 @@ def elr_election_expected(c: Config) -> bool:
     when the ISR emptied (else one is elected uncleanly and the ELR cleared)."""
     if c.rule("elr") != "on" or not _can_empty(c):
         return False
-    registered_elr = c.effective_minisr >= 2 and c.max_isr_shrinks + c.max_clean_shutdowns + c.max_fences >= 1
-    returning = c.max_clean_shutdowns + c.max_fences >= 1 and (not c.unclean or _outages(c) >= c.rf)
+    registered_elr = c.effective_minisr >= 2 and c.max_isr_shrinks + _clean_exits(c) >= 1
+    returning = _clean_exits(c) >= 1 and (not c.unclean or _outages(c) >= c.rf)
     return registered_elr or returning
 
 
@@ -128,15 +149,21 @@ def healthy_follower_shrunk_expected(c: Config) -> bool:
     return c.rule("isr_lag") == "messages" and c.rf >= 2 and c.max_isr_shrinks >= 1 and c.max_records >= 1
 
 
+def reassignment_completed_expected(c: Config) -> bool:
+    """A broker outside the replica set to move to, one reassignment, and nothing else: the
+    incoming replica fetches, catches up and joins the ISR with no budget spent."""
+    return c.max_reassignments >= 1 and len(c.brokers) > c.rf
+
+
 def acked_with_down_expected(k: int) -> Callable[[Config], bool]:
     def expected(c: Config) -> bool:
-        """acks=all: k brokers dead (each a clean shutdown or a hard crash), their sessions timed
+        """acks=all: k brokers dead (each a clean, controlled or hard stop), their sessions timed
         out so the ISR of the live ones still holds min.insync.replicas, and one record."""
         return (
             c.track_down
             and c.acks == "all"
             and c.max_records >= 1
-            and c.max_clean_shutdowns + c.max_hard_crashes >= k
+            and c.max_clean_shutdowns + c.max_hard_crashes + c.max_controlled_shutdowns >= k
             and c.rf - k >= c.effective_minisr
         )
 
@@ -166,11 +193,20 @@ def catalog(cfg: Config) -> tuple[Reachable, ...]:
         ),
         Reachable(
             "HealthyFollowerShrunk",
-            "a follower that is alive, registered and not stalled is removed from the ISR",
+            "a follower that is alive, registered, not shutting down and not stalled is removed from the ISR",
             healthy_follower_shrunk,
             healthy_follower_shrunk_expected,
         ),
     ]
+    if len(cfg.brokers) > cfg.rf:
+        props.append(
+            Reachable(
+                "ReassignmentCompleted",
+                "a partition reassignment completes: the target replicas are the replica set (KIP-455)",
+                reassignment_completed,
+                reassignment_completed_expected,
+            )
+        )
     for k in range(1, cfg.rf + 1 if cfg.track_down else 1):
         props.append(
             Reachable(

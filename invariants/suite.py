@@ -116,7 +116,7 @@ class InvariantSuite:
 
     def _reads(self, formula: z3.BoolRef) -> int:
         """The components a formula of the state view reads, as state_test's bitmask."""
-        bits = {f"{self.V.state_name}_c": 1, f"{self.V.state_name}_g": 1 << (self.cfg.rf + 1)}
+        bits = {f"{self.V.state_name}_c": 1, f"{self.V.state_name}_g": 1 << (len(self.cfg.brokers) + 1)}
         bits.update({f"{self.V.state_name}_b{b}": 1 << b for b in self.cfg.brokers})
         out = 0
         for name in _var_names(formula):
@@ -170,7 +170,7 @@ class InvariantSuite:
         and after. Z3 folds the formula for each leader in turn; then the test's value is
         fixed by what the ghost's observation is keyed on, and the search caches it there."""
         s, p = self.V.state_name, self.P.state_name
-        for leader in range(self.cfg.rf + 1):
+        for leader in range(len(self.cfg.brokers) + 1):
             folded = z3.simplify(z3.substitute(same, (self.V.c_leader, z3.IntVal(leader))))
             allowed = {f"{s}_c", f"{s}_g", f"{p}_c", f"{p}_g", f"{s}_b{leader}"}
             if not all(self._components(self._sources[name]) <= allowed for name in _var_names(folded)):

@@ -40,9 +40,12 @@ class View:
         self.c_leader = self._int("c_leader", f"{n}_c.leader")
         self.c_epoch = self._int("c_epoch", f"{n}_c.epoch")
         self.c_recovering = self._bool("c_recovering", f"{n}_c.recovering")
+        self.c_reassigning = self._bool("c_reassigning", f"bool({n}_c.adding or {n}_c.removing)")
+        self.replica: dict[int, z3.BoolRef] = {}
         self.alive, self.leads, self.epoch, self.hw, self.leo = {}, {}, {}, {}, {}
         self.start, self.in_isr, self.log, self.logep = {}, {}, {}, {}
         self.in_elr, self.registered, self.exposed, self.stalled = {}, {}, {}, {}
+        self.shutting: dict[int, z3.BoolRef] = {}
         self.in_hw_isr: dict[int, dict[int, z3.BoolRef]] = {}
         kip207 = cfg.rule("consumer_hw") == "kip207"
         maximal = cfg.rule("hw_pending_isr") == "maximal"
@@ -59,6 +62,10 @@ class View:
             self.in_elr[b] = self._bool(f"in_elr[{b}]", f"bool({n}_c.elr & {1 << (b - 1)})")
             self.stalled[b] = self._bool(f"stalled[{b}]", f"{br}.stalled")
             self.registered[b] = self._bool(f"registered[{b}]", f"bool({n}_c.registered & {1 << (b - 1)})")
+            self.replica[b] = self._bool(f"replica[{b}]", f"({b} in {n}_c.replicas)")  # in the assignment
+            self.shutting[b] = self._bool(
+                f"shutting[{b}]", f"bool({n}_c.shutdown and {n}_c.shutdown[{b - 1}])"
+            )  # in controlled shutdown
             # The HW consumers can read from b (spec.model.consumer_hw), -1 for none.
             self.exposed[b] = self._int(
                 f"exposed_hw[{b}]", f"(-1 if {br}.hw < {br}.start else {br}.hw)" if kip207 else f"{br}.hw"

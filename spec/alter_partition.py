@@ -70,7 +70,7 @@ def alter_partition_candidates(cfg: Config, c: Controller, br: Broker, u: Budget
     current = members(br.isr)
     out = []
     for f in cfg.brokers:
-        if f == b:
+        if f == b or f not in c.replicas and f not in current:  # only the assignment may join
             continue
         if f in current:
             if shrinks_left and behind(br, f):
@@ -125,12 +125,19 @@ def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | Non
 
 
 def handle_alter_partition_response(cfg: Config, state: State, a: HandleAlterPartitionResponse) -> State | None:
-    """The leader commits the change it proposed, or rolls back to the ISR it last committed."""
+    """The leader commits the change it proposed, or rolls back to the ISR it last committed.
+
+    NEW_LEADER_ELECTED (the change completed a reassignment that removed this leader) is the
+    exception: the change was made, but this broker no longer leads and does not know it yet,
+    so it stays in its pending state, the maximal ISR holding its HW, until the metadata
+    overrides it (Partition.handleAlterPartitionError, KRaft only)."""
     b = a.leader
     br = state.broker(b)
     resp = br.alter
     if not br.alive or resp is None:
         return None
+    if resp.error == "NEW_LEADER_ELECTED":
+        return state.with_broker(b, replace(br, alter=None))
     br = replace(br, alter=None, pending=0)
     if resp.ok and br.leader == b and resp.epoch == br.epoch and resp.pepoch > br.pepoch:
         br = replace(br, isr=resp.isr, pepoch=resp.pepoch)

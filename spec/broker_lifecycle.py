@@ -11,8 +11,9 @@ ISR, leaders re-elected). So BrokerCrash changes the broker alone and BrokerSess
 the controller's fence. In between, the ISR still names a dead broker and a dead leader still
 leads at the controller: the partition is offline in practice, and no metadata tells anyone.
 
-A clean shutdown here is a process exit without controlled shutdown (issue 16 adds
-controlled shutdown): it too is noticed only when the session times out.
+A clean shutdown here is a process exit without controlled shutdown (controlled.shutdown.
+enable=false; spec/controlled_shutdown.py has the controlled one): it too is noticed only when
+the session times out.
 
 The restart waits for the fence. ClusterControlManager.registerBroker refuses a new
 incarnation with DuplicateBrokerRegistrationException while the old incarnation's session is
@@ -138,7 +139,7 @@ def session_timeout_candidates(cfg: Config, c: Controller, br: Broker, u: Budget
 
 
 def crash_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> list[BrokerCrash]:
-    if not br.alive:
+    if not br.alive or b not in c.replicas:  # outside the replica set: spec/reassignment.py
         return []
     out = [BrokerCrash(b)] if cfg.allows(u, CRASHES) else []
     if cfg.allows(u, UNCLEAN_CRASHES):
@@ -147,7 +148,7 @@ def crash_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) 
 
 
 def fence_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if br.alive and c.registered & bit(b) and cfg.allows(u, FENCES):
+    if br.alive and c.registered & bit(b) and cfg.allows(u, FENCES) and b in c.replicas:
         return (ControllerFenceBroker(b),)
     return ()
 
@@ -203,12 +204,18 @@ def broker_crash(cfg: Config, state: State, a: BrokerCrash) -> State | None:
         hw = min(br.checkpoint_hw, a.keep)  # the in-memory HW is lost; the file's is read back
         if not cfg.allows(budget, UNCLEAN_CRASHES):
             state = forget_checkpoints(state)
-    # Everything else in memory is gone; the metadata is replayed on restart. The controller
-    # still counts the broker as registered until its session times out. What the restart will
-    # read (the checkpoint clipped to the log end) is kept as both the HW and the checkpoint.
-    ckpt = hw if cfg.allows(budget, UNCLEAN_CRASHES) else 0
-    dead = Broker(alive=False, bepoch=br.bepoch, log=log, cache=cache, hw=hw, clean=a.keep is None, checkpoint_hw=ckpt)
+    # The controller still counts the broker as registered until its session times out.
+    dead = stopped(cfg, budget, replace(br, log=log, cache=cache, hw=hw), clean=a.keep is None)
     return replace(state.with_broker(b, dead), budget=budget)
+
+
+def stopped(cfg: Config, budget: Budget, br: Broker, clean: bool = True) -> Broker:
+    """The broker after its process ended: the log, cache and HW on disk (as `br` has them),
+    and nothing else in memory; the metadata is replayed on restart. What the restart will read
+    (the checkpoint clipped to the log end) is kept as both the HW and the checkpoint, the
+    latter only while a hard crash may still read one."""
+    ckpt = br.hw if cfg.allows(budget, UNCLEAN_CRASHES) else 0
+    return Broker(alive=False, bepoch=br.bepoch, log=br.log, cache=br.cache, hw=br.hw, clean=clean, checkpoint_hw=ckpt)
 
 
 def broker_session_timeout(cfg: Config, state: State, a: BrokerSessionTimeout) -> State | None:

@@ -15,6 +15,7 @@ class ConfigError(ValueError):
 
 
 ACKS = ("all", "1", "0")
+MAX_BROKERS = 6  # the largest cluster an explicit-state search covers here
 
 # Each bound's setting and its former names (spec/bounds.py), to the bound.
 BY_SETTING: dict[str, Bound] = {s: b for b in BOUNDS for s in (b.setting, *b.alias_settings)}
@@ -42,7 +43,10 @@ class Config:
     max_crashes still works), kept in `limits` as (counter name, value) pairs in Next's order."""
 
     # Kafka settings
-    rf: int = 3  # replication.factor: brokers 1..rf all host the partition
+    rf: int = 3  # replication.factor: how many brokers host the partition
+    # Brokers in the cluster (--brokers): 1..broker_count, of which rf host the partition at a
+    # time; 0 means rf. A pool larger than rf gives a reassignment somewhere to move to.
+    broker_count: int = 0
     minisr: int = 2  # min.insync.replicas
     acks: str = "all"  # producer acks: "all" (-1), "1" or "0"
     unclean: bool = False  # unclean.leader.election.enable
@@ -91,7 +95,7 @@ class Config:
 
     @property
     def brokers(self) -> tuple[int, ...]:
-        return tuple(range(1, self.rf + 1))
+        return tuple(range(1, (self.broker_count or self.rf) + 1))
 
     @property
     def effective_minisr(self) -> int:
@@ -154,6 +158,10 @@ class Config:
             raise ConfigError(f"--rf must be at least 1 (got {self.rf})")
         if self.rf > 5:
             raise ConfigError(f"--rf {self.rf} is beyond what an explicit-state search can cover; use at most 5")
+        if not isinstance(self.broker_count, int) or isinstance(self.broker_count, bool):
+            raise ConfigError(f"--brokers must be a whole number (got {self.broker_count!r})")
+        if self.broker_count and not self.rf <= self.broker_count <= MAX_BROKERS:
+            raise ConfigError(f"--brokers must be between --rf ({self.rf}) and {MAX_BROKERS} (got {self.broker_count})")
         if self.minisr < 1:
             raise ConfigError(f"--minisr must be at least 1 (got {self.minisr})")
         if self.minisr > 5:

@@ -47,18 +47,19 @@ def elect(cfg: Config, c: Controller, last_known: int) -> Controller:
     """
     if c.leader != NO_LEADER:
         return c
-    clean = c.in_order(c.isr & c.registered)
+    active = c.active  # registered, unfenced, not in controlled shutdown
+    clean = c.in_order(c.isr & active)
     if clean:
         return replace(c, leader=clean[0])
     if not c.isr:
-        eligible = c.in_order(c.elr & c.registered)
+        eligible = c.in_order(c.elr & active)
         if eligible:
             b = eligible[0]
             return replace(c, leader=b, isr=bit(b), elr=c.elr & ~bit(b))
         if not c.elr and may_lead_as_last_known(cfg, c, last_known):
             return replace(c, leader=c.in_order(last_known)[0], isr=last_known, recovering=True)
-    if cfg.unclean and c.registered:
-        b = c.in_order(c.registered)[0]
+    if cfg.unclean and active:
+        b = c.in_order(active)[0]
         return replace(c, leader=b, isr=bit(b), elr=0, lastelr=0, recovering=True)
     return c  # offline: no eligible leader
 
@@ -74,18 +75,37 @@ def may_lead_as_last_known(cfg: Config, c: Controller, last_known: int) -> bool:
     """
     if cfg.rule("last_known_leader") == "any":
         return bool(last_known)
-    return bool(last_known & c.registered)
+    return bool(last_known & c.active)
+
+
+def complete_reassignment(c: Controller) -> Controller:
+    """PartitionReassignmentReplicas.maybeCompleteReassignment, tried by every partition change
+    (PartitionChangeBuilder.completeReassignmentIfNeeded): once every target replica is in the
+    ISR and the ISR keeps a member besides the removing ones, the replicas become the target,
+    the removing replicas leave the ISR, and a removed leader leaves the partition to be
+    elected among the target (minimum ISR is not checked)."""
+    if not c.adding and not c.removing:
+        return c
+    target = tuple(b for b in c.replicas if not c.removing & bit(b))
+    isr = c.isr & ~c.removing
+    if not isr or any(not c.isr & bit(b) for b in target):
+        return c
+    leader = NO_LEADER if c.leader != NO_LEADER and c.removing & bit(c.leader) else c.leader
+    return replace(c, replicas=target, isr=isr, adding=0, removing=0, leader=leader)
 
 
 def partition_change(cfg: Config, state: State, c: Controller, unclean: int = 0) -> State:
-    """Apply a controller change, keep the ELR, elect if leaderless, and bump the epochs once:
-    the leader epoch on any change of leader (to none included), the partition epoch on any
-    change at all. `unclean`: replicas registering after an unclean shutdown."""
+    """Apply a controller change (completing a reassignment it allows), keep the ELR, elect if
+    leaderless, and bump the epochs once: the leader epoch on any change of leader (to none
+    included) and when replicas leave the set
+    (triggerLeaderEpochBumpForReplicaReassignmentIfNeeded), the partition epoch on any change
+    at all. `unclean`: replicas registering after an unclean shutdown."""
     before = state.controller
-    c = elect(cfg, maintain_elr(cfg, before, c, unclean), before.lastelr)
+    c = elect(cfg, maintain_elr(cfg, before, complete_reassignment(c), unclean), before.lastelr)
     if c.leader != NO_LEADER and c.lastelr:
         c = replace(c, lastelr=0)  # a led partition needs no last known leader
-    if c.leader != before.leader:
+    moved = c.replicas != before.replicas
+    if c.leader != before.leader or (moved and any(b not in c.replicas for b in before.replicas)):
         c = replace(c, epoch=before.epoch + 1)
     if (c.leader, c.epoch, c.isr, c.elr, c.lastelr, c.recovering) != (
         before.leader,
@@ -94,23 +114,40 @@ def partition_change(cfg: Config, state: State, c: Controller, unclean: int = 0)
         before.elr,
         before.lastelr,
         before.recovering,
-    ):
+    ) or moved:
         c = replace(c, pepoch=before.pepoch + 1)
     return replace(state, controller=c)
 
 
-def fence(cfg: Config, state: State, b: int) -> State:
-    """Unregister b and drop it from the ISR, then re-elect if it led.
+def leave_isr(cfg: Config, c: Controller, b: int) -> Controller:
+    """ReplicationControlManager.generateLeaderAndIsrUpdates for a broker that is fenced or
+    enters controlled shutdown: out of the ISR, and no longer leader if it led (the partition
+    change then elects another).
 
-    Without ELR the last ISR member stays in the ISR even when fenced (Kafka never
-    empties the ISR); with ELR it leaves the ISR for the ELR like any other member.
+    Without ELR the last ISR member stays in the ISR (PartitionChangeBuilder applies an empty
+    ISR only with ELR on; ZooKeeper's removeReplicasFromIsr kept it too); with ELR it leaves
+    the ISR for the ELR like any other member.
     """
-    c = state.controller
     isr = c.isr & ~bit(b)
     if not isr and cfg.rule("elr") != "on":
         isr = c.isr
-    leader = NO_LEADER if c.leader == b else c.leader
-    return partition_change(cfg, state, replace(c, registered=c.registered & ~bit(b), isr=isr, leader=leader))
+    return replace(c, isr=isr, leader=NO_LEADER if c.leader == b else c.leader)
+
+
+def with_shutdown(c: Controller, b: int, epoch: int) -> Controller:
+    """Broker b's controlled-shutdown mark set to `epoch` (0 clears it; none left is ())."""
+    marks = list(c.shutdown or (0,) * len(c.bepochs))
+    marks[b - 1] = epoch
+    return replace(c, shutdown=tuple(marks) if any(marks) else ())
+
+
+def fence(cfg: Config, state: State, b: int) -> State:
+    """Unregister b and drop it from the ISR, then re-elect if it led. A fenced broker is no
+    longer in controlled shutdown: a new registration starts afresh."""
+    c = leave_isr(cfg, state.controller, b)
+    if c.shutdown:
+        c = with_shutdown(c, b, 0)
+    return partition_change(cfg, state, replace(c, registered=c.registered & ~bit(b)))
 
 
 def register(cfg: Config, state: State, b: int, clean_shutdown: bool) -> State:
@@ -158,10 +195,14 @@ def handle_alter_partition(
         return state, AlterPartitionResponse(epoch, False, 0, 0, "FENCED_LEADER_EPOCH")
     if pepoch != c.pepoch:
         return state, AlterPartitionResponse(epoch, False, 0, 0, "INVALID_UPDATE_VERSION")
-    if added and not c.registered & added:
+    if added and members(added)[0] not in c.replicas:  # Replicas.validateIsr: not in the assignment
+        return state, AlterPartitionResponse(epoch, False, 0, 0, "INVALID_REQUEST")
+    if added and not c.active & added:  # fenced or in controlled shutdown (KIP-841)
         return state, AlterPartitionResponse(epoch, False, 0, 0, "INELIGIBLE_REPLICA")
     if added and cfg.rule("isr_join_broker_epoch") == "checked" and c.bepochs[members(added)[0] - 1] != added_bepoch:
         return state, AlterPartitionResponse(epoch, False, 0, 0, "INELIGIBLE_REPLICA")  # KIP-903: stale broker epoch
     nxt = partition_change(cfg, state, replace(c, isr=proposed, recovering=False))
     after = nxt.controller
+    if after.leader != c.leader:  # the change completed a reassignment that removed the leader
+        return nxt, AlterPartitionResponse(epoch, False, 0, 0, "NEW_LEADER_ELECTED")
     return nxt, AlterPartitionResponse(epoch, True, after.isr, after.pepoch)

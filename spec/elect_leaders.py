@@ -36,8 +36,9 @@ class ElectLeaders:
 
 
 def can_lead(c: Controller, b: int) -> bool:
-    """PartitionChangeBuilder.isValidNewLeader for a partition with an ISR: in it and unfenced."""
-    return bool(c.isr & c.registered & bit(b))
+    """PartitionChangeBuilder.isValidNewLeader for a partition with an ISR: in it, unfenced and
+    not in controlled shutdown (isAcceptableLeader)."""
+    return bool(c.isr & c.active & bit(b))
 
 
 def elect_leaders_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:

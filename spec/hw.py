@@ -32,14 +32,14 @@ def waits_for_joining(cfg: Config, state: State, br: Broker, f: int) -> bool:
     and f has not stalled since. Since 3.6.0 f must also be allowed to join the ISR,
     isReplicaIsrEligible (KAFKA-15021): not fenced (the controller's registrations stand for
     the leader's metadata cache) and, under KIP-903, the broker epoch of its last fetch is
-    its current registration's. Kafka also excludes a broker in controlled shutdown, which
-    the model does not have. Before 0.10.2.0 only ISR members counted."""
+    its current registration's, and not in controlled shutdown. Before 0.10.2.0 only ISR
+    members counted."""
     rule = cfg.rule("hw_joining_replica")
     if rule == "ignore" or br.views[f - 1] < br.hw or state.is_stalled(f):
         return False
     if rule == "wait_eligible":
         c = state.controller
-        if not c.registered & bit(f):
+        if not c.active & bit(f):  # fenced, or in controlled shutdown (isBrokerShuttingDown)
             return False
         if cfg.rule("isr_join_broker_epoch") == "checked" and br.vbepochs[f - 1] != c.bepochs[f - 1]:
             return False

@@ -59,7 +59,8 @@ def become_leader(cfg: Config, state: State, b: int) -> State:
         views = tuple(v if c.isr & bit(f) else UNKNOWN for f, v in enumerate(old.views, 1))
         vbepochs = old.vbepochs
     else:
-        views, vbepochs = (UNKNOWN,) * cfg.rf, (0,) * cfg.rf
+        n = len(cfg.brokers)
+        views, vbepochs = (UNKNOWN,) * n, (0,) * n
     cache = br.cache
     if cfg.rule("leader_epoch_cache") == "on_election":
         cache = assign_epoch(cache, c.epoch, br.leo)  # KAFKA-7415; before it, only an append records the epoch
@@ -104,6 +105,8 @@ def metadata_update(cfg: Config, state: State, a: MetadataUpdate) -> State | Non
     c = state.controller
     if not br.alive or not stale(c, br, b):
         return None
+    if b not in c.replicas:
+        return state.with_broker(b, without_partition(br))
     if c.leader != b:
         return become_follower(cfg, state, b)
     if br.leader == b and br.epoch == c.epoch:
@@ -113,8 +116,17 @@ def metadata_update(cfg: Config, state: State, a: MetadataUpdate) -> State | Non
     return become_leader(cfg, state, b)
 
 
+def without_partition(br: Broker) -> Broker:
+    """A live broker that hosts no replica of the partition: one outside the replica set, or
+    one a reassignment removed once it applied that (ReplicaManager.applyDelta deletes the
+    local log, StopPartition with deleteLocalLog)."""
+    return Broker(alive=br.alive, bepoch=br.bepoch, clean=br.clean)
+
+
 def stale(c: Controller, br: Broker, b: int) -> bool:
     """Whether the controller's metadata holds news that broker b acts on."""
+    if b not in c.replicas:
+        return br != without_partition(br)  # it still hosts a replica it must delete
     if c.leader == b:
         return (br.leader, br.epoch, br.pepoch, br.isr) != c.meta()
     return (br.leader, br.epoch) != (c.leader, c.epoch)

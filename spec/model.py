@@ -35,7 +35,9 @@ class Model:
 
     def initial_states(self) -> list[State]:
         """One per replica assignment order: which broker is preferred, which is tried next."""
-        return [initial_state(self.config.rf, order) for order in permutations(self.config.brokers)]
+        cfg = self.config
+        n = len(cfg.brokers)
+        return [initial_state(cfg.rf, order, n) for order in permutations(cfg.brokers, cfg.rf)]
 
     def broker_candidates(self, c: Controller, br: Broker, u: Budget, b: int) -> list:
         """The candidate actions of broker b, in Next's order; they read only its broker, the

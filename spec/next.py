@@ -17,10 +17,12 @@ from typing import Any
 
 from kafkamc.spec import alter_partition as ap
 from kafkamc.spec import broker_lifecycle as lc
+from kafkamc.spec import controlled_shutdown as cs
 from kafkamc.spec import elect_leaders as el
 from kafkamc.spec import fetch as fe
 from kafkamc.spec import metadata as md
 from kafkamc.spec import produce as pr
+from kafkamc.spec import reassignment as ra
 from kafkamc.spec.bounds import Bound
 
 
@@ -40,6 +42,7 @@ class Action:
     bounds: tuple[Bound, ...] = ()  # budgets it spends; with all of them 0 it never fires
     enabled_by: tuple[Bound, ...] = ()  # bounds without which it never fires, though it spends none
     rule: tuple[str, tuple[str, ...]] | None = None  # (rule, values) under which alone it fires
+    moves_replicas: bool = False  # it may change the replica set's order (symmetry must relabel)
     describe: Callable[[Any], str] = describe
 
     @property
@@ -52,10 +55,11 @@ class Action:
         return self.bounds + self.enabled_by
 
 
-_DEAD = (lc.CRASHES, lc.UNCLEAN_CRASHES)  # a broker can only restart after one of these
+_DEAD = (lc.CRASHES, lc.UNCLEAN_CRASHES)  # a broker's session times out only after one of these
+_STOPS = (*_DEAD, cs.CONTROLLED_SHUTDOWNS)  # a broker can only restart after one of these
 
 NEXT: tuple[Action, ...] = (
-    Action(lc.BrokerRestart, lc.restart_candidates, lc.broker_restart, enabled_by=_DEAD),
+    Action(lc.BrokerRestart, lc.restart_candidates, lc.broker_restart, enabled_by=_STOPS),
     Action(pr.Produce, pr.produce_candidates, pr.produce, bounds=(pr.RECORDS,)),
     Action(ap.AlterPartition, ap.alter_partition_candidates, ap.alter_partition, bounds=(ap.ISR_SHRINKS,)),
     Action(ap.HandleAlterPartitionResponse, ap.alter_partition_response_candidates, ap.handle_alter_partition_response),
@@ -79,6 +83,25 @@ NEXT: tuple[Action, ...] = (
     Action(lc.ControllerFenceBroker, lc.fence_candidates, lc.controller_fence_broker, bounds=(lc.FENCES,)),
     Action(lc.BrokerHeartbeat, lc.heartbeat_candidates, lc.broker_heartbeat, enabled_by=(lc.FENCES,)),
     Action(el.ElectLeaders, el.elect_leaders_candidates, el.elect_leaders, bounds=(el.LEADER_ELECTIONS,)),
+    Action(
+        cs.ControlledShutdown,
+        cs.controlled_shutdown_candidates,
+        cs.controlled_shutdown,
+        bounds=(cs.CONTROLLED_SHUTDOWNS,),
+    ),
+    Action(
+        cs.ControlledShutdownComplete,
+        cs.complete_candidates,
+        cs.controlled_shutdown_complete,
+        enabled_by=(cs.CONTROLLED_SHUTDOWNS,),
+    ),
+    Action(
+        ra.AlterPartitionReassignments,
+        ra.reassignment_candidates,
+        ra.alter_partition_reassignments,
+        bounds=(ra.REASSIGNMENTS,),
+        moves_replicas=True,
+    ),
 )
 
 

@@ -120,6 +120,14 @@ RULES: tuple[Rule, ...] = (
         (("on", "4.0.0", "KIP-966"),),
     ),
     Rule(
+        "controlled_shutdown",
+        ("zookeeper", "kraft"),
+        "when a broker in controlled shutdown may stop: as soon as it leads nothing (ZooKeeper's "
+        "ControlledShutdown request), or also once every active broker has applied the metadata "
+        "of its shutdown (KRaft's BrokerHeartbeatManager)",
+        (("kraft", "2.8.0", "KIP-631"),),
+    ),
+    Rule(
         "last_known_leader",
         ("any", "unfenced"),
         "which last known leader the controller elects once the ISR and the ELR are empty: "
@@ -148,6 +156,7 @@ class Protocol:
     isr_join_broker_epoch: str = "checked"
     consumer_hw: str = "kip207"
     elr: str = "on"
+    controlled_shutdown: str = "kraft"
     last_known_leader: str = "unfenced"
 
     def validated(self) -> Protocol:

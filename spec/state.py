@@ -84,6 +84,29 @@ class Controller:
     lastelr: int = 0  # last known leader (lastKnownElr as shipped): the last ISR member once the ISR empties
     recovering: bool = False  # LeaderRecoveryState RECOVERING after an unclean election (KIP-704)
     replicas: tuple = ()  # the assignment order (PartitionRegistration.replicas); elections follow it
+    # Brokers in controlled shutdown (BrokerRegistration.inControlledShutdown), per broker (index
+    # b - 1): the leader epoch the partition had once it entered, which every active broker must
+    # have applied before it may exit; 0 for a broker not shutting down, () when none is.
+    shutdown: tuple = ()
+    # A reassignment in flight (KIP-455): replicas being added and removed (bitmasks); while one
+    # is, `replicas` is the target followed by the removing replicas.
+    adding: int = 0
+    removing: int = 0
+
+    @property
+    def shutting(self) -> int:
+        """Bitmask of the brokers in controlled shutdown."""
+        mask = 0
+        for i, e in enumerate(self.shutdown):
+            if e:
+                mask |= 1 << i
+        return mask
+
+    @property
+    def active(self) -> int:
+        """Bitmask of the brokers that may lead or join the ISR: registered, unfenced and not in
+        controlled shutdown (BrokerRegistration.fenced / inControlledShutdown; KIP-841)."""
+        return self.registered & ~self.shutting if self.shutdown else self.registered
 
     def in_order(self, mask: int) -> list:
         """The brokers of a bitmask in assignment order: the order every election tries them in."""
@@ -228,27 +251,32 @@ def record_fields(cls) -> tuple:
     return cls._fields if hasattr(cls, "_fields") else tuple(f.name for f in fields(cls))
 
 
-def initial_state(rf: int, replicas: tuple | None = None) -> State:
+def initial_state(rf: int, replicas: tuple | None = None, n: int | None = None) -> State:
     """The preferred replica (first in the assignment) leads epoch 1 with every replica in the
-    ISR and empty logs; all metadata known. The assignment is 1..rf unless given."""
+    ISR and empty logs; all metadata known. The assignment is 1..rf unless given; the cluster
+    has n brokers (rf unless given), every one registered, those outside the assignment
+    hosting nothing."""
     replicas = tuple(range(1, rf + 1)) if replicas is None else tuple(replicas)
+    n = rf if n is None else n
     first = replicas[0]
-    everyone = (1 << rf) - 1
+    isr = 0
+    for b in replicas:
+        isr |= bit(b)
     c = Controller(
-        leader=first, epoch=1, pepoch=1, isr=everyone, registered=everyone, bepochs=(1,) * rf, replicas=replicas
+        leader=first, epoch=1, pepoch=1, isr=isr, registered=(1 << n) - 1, bepochs=(1,) * n, replicas=replicas
     )
     brokers = []
-    for b in range(1, rf + 1):
-        br = Broker(leader=first, epoch=1)
+    for b in range(1, n + 1):
+        br = Broker(leader=first, epoch=1) if b in replicas else Broker()
         if b == first:
             br = Broker(
                 leader=first,
                 epoch=1,
                 pepoch=1,
-                isr=everyone,
+                isr=isr,
                 cache=((1, 0),),
-                views=(UNKNOWN,) * rf,
-                vbepochs=(0,) * rf,
+                views=(UNKNOWN,) * n,
+                vbepochs=(0,) * n,
             )
         brokers.append(br)
     return State(c, tuple(brokers))

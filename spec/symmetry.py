@@ -7,19 +7,25 @@ invariant verdicts: no step or invariant compares ids other than for equality, a
 elections follow the assignment, which is relabelled with everything else.
 
 The canonical representative numbers brokers by their place in the assignment, so the
-assignment becomes 1..rf. Two states are relabellings of each other exactly when their
-canonical forms are equal: the reduction is exact, with no approximation.
+assignment becomes 1..rf (during a reassignment: the target, then the removing replicas).
+Brokers outside the assignment take the ids after it (canonical()). Two states are
+relabellings of each other exactly when their canonical forms are equal: the reduction is
+exact, with no approximation.
 """
 
 from __future__ import annotations
 
+import marshal
+from itertools import permutations
+
 from kafkamc.spec.state import Broker, Controller, State, members, replace
 
 
-def relabelling(replicas: tuple) -> tuple:
-    """new id per old id (index b - 1): each broker takes its place in the assignment."""
-    perm = [0] * len(replicas)
-    for place, b in enumerate(replicas, start=1):
+def relabelling(replicas: tuple, outsiders: tuple = ()) -> tuple:
+    """new id per old id (index b - 1): each broker takes its place in the assignment, and the
+    brokers outside it take the ids after it in the order given."""
+    perm = [0] * (len(replicas) + len(outsiders))
+    for place, b in enumerate(replicas + outsiders, start=1):
         perm[b - 1] = place
     return tuple(perm)
 
@@ -59,6 +65,9 @@ def relabel_controller(c: Controller, perm: tuple) -> Controller:
         elr=_mask(c.elr, perm),
         lastelr=_mask(c.lastelr, perm),
         replicas=tuple(_id(b, perm) for b in c.replicas),
+        shutdown=_per_broker(c.shutdown, perm),
+        adding=_mask(c.adding, perm),
+        removing=_mask(c.removing, perm),
     )
 
 
@@ -83,5 +92,14 @@ def relabel(state: State, perm: tuple) -> State:
 
 
 def canonical(state: State) -> State:
-    perm = relabelling(state.controller.replicas)
-    return state if is_identity(perm) else relabel(state, perm)
+    """The assignment's brokers numbered by their place in it. The brokers outside it (a
+    cluster larger than the replication factor) are interchangeable only among themselves:
+    of their orders, the one whose relabelled state has the smallest key is taken, so two
+    states get one representative exactly when one relabelling maps one onto the other."""
+    replicas = state.controller.replicas
+    outsiders = tuple(b for b in range(1, len(state.brokers) + 1) if b not in replicas)
+    if len(outsiders) <= 1:
+        perm = relabelling(replicas, outsiders)
+        return state if is_identity(perm) else relabel(state, perm)
+    relabelled = [relabel(state, relabelling(replicas, order)) for order in permutations(outsiders)]
+    return min(relabelled, key=lambda s: marshal.dumps(s.key(), 2))  # bytes: None and tuples compare

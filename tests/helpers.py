@@ -48,6 +48,18 @@ def bfs(model) -> Iterator[tuple]:
             yield s, action, nxt, is_new(nxt)
 
 
+def play(cfg: Config, *actions, state=None):
+    """The state `actions` lead to from `state` (by default the first initial state); each
+    action must be enabled and lead to one state."""
+    model = Model(cfg)
+    s = model.initial_states()[0] if state is None else state
+    for a in actions:
+        outs = model.step(s, a)
+        assert len(outs) == 1, f"{a} is not enabled (or not deterministic)"
+        s = outs[0]
+    return s
+
+
 def bfs_states(model, n: int) -> list:
     """The first n distinct states of `model`, breadth first (all of them when there are fewer)."""
     out: list = []

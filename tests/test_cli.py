@@ -80,7 +80,10 @@ def test_human_summary_names_bounds_and_coverage(tmp_path):
     p = kafkamc("check", "--rf", "2", "--minisr", "2", "--quiet", cwd=tmp_path)
     assert p.returncode == 0
     bounds = [line.split()[0] for line in p.stdout.split("bounds:\n")[1].splitlines()[:5]]
-    assert " ".join(bounds) == "max_clean_shutdowns=0 max_hard_crashes=1 max_records=2 max_isr_shrinks=2 max_fences=0"
+    assert (
+        " ".join(bounds)
+        == "max_clean_shutdowns=0 max_hard_crashes=1 max_controlled_shutdowns=0 max_records=2 max_isr_shrinks=2"
+    )
     assert "protocol: 4.1.0 (rules as of Kafka 4.1.0)" in p.stdout
     assert "warning: action ControllerFenceBroker never fired" in p.stdout
     assert "OffsetsForLeaderEpoch never fired" not in p.stdout  # not used by the newest truncation rule

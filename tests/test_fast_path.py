@@ -27,6 +27,8 @@ CACHED = [
     dict(rf=2, minisr=1, unclean=True, max_clean_shutdowns=1, max_fences=1),
     dict(rf=3, minisr=2, acks="1", max_records=1, max_fences=1),
     dict(rf=2, minisr=2, track_down=True, max_clean_shutdowns=1, max_records=2),
+    dict(rf=3, minisr=2, max_records=1, max_controlled_shutdowns=1, max_leader_elections=1),
+    dict(rf=2, minisr=1, broker_count=3, max_records=1, max_reassignments=1, max_controlled_shutdowns=1),
 ] + [
     dict(rf=2, minisr=1, max_records=1, unclean=True, max_clean_shutdowns=1, max_fences=1, protocol=preset(era))
     for era in ERAS

@@ -3,12 +3,15 @@ finds the historical losses they allow, the way the KIPs and JIRAs tell them."""
 
 from __future__ import annotations
 
+import pytest
 from kafkamc.checker.run import run_check
+from kafkamc.spec.alter_partition import AlterPartition, HandleAlterPartitionResponse
 from kafkamc.spec.config import Config
-from kafkamc.spec.fetch import Fetch
+from kafkamc.spec.fetch import Fetch, ReplicaStall
 from kafkamc.spec.model import Model
 from kafkamc.spec.produce import Produce
-from kafkamc.spec.protocol import preset
+from kafkamc.spec.protocol import Protocol, preset
+from kafkamc.spec.state import bit
 from kafkamc.traces.trace import format_action
 
 
@@ -92,3 +95,25 @@ def test_eligible_replicas_complete_names_kafka_15583():
         "HandleAlterPartitionResponse(leader=1)",
     ]
     assert v.trace[-1][1].controller.elr == 0b100  # broker 3 left an ISR that fell below min ISR
+
+
+@pytest.mark.parametrize("value,hw", [("ignore", 1), ("wait", 0), ("wait_eligible", 0)])
+def test_hw_joining_replica_holds_the_hw_for_a_caught_up_follower(value, hw):
+    """Harmless is not idle: the rule changes what the HW does. Follower 2 stalls and leaves
+    the ISR, then fetches again at the leader's log end (caught up, about to rejoin); the next
+    record moves the HW past it only under `ignore` (before KAFKA-4485)."""
+    cfg = Config(
+        protocol=Protocol().with_rules(hw_joining_replica=value), rf=2, minisr=1, max_records=1, max_isr_shrinks=1
+    )
+    model = Model(cfg)
+    s = model.initial_states()[0]
+    for a in (
+        ReplicaStall(2),
+        AlterPartition(1, (1,)),
+        HandleAlterPartitionResponse(1),
+        Fetch(2, 1),
+        Produce(1, 1),
+    ):
+        (s,) = model.step(s, a)
+    assert s.broker(1).isr == bit(1) and s.broker(1).views[1] == 0
+    assert s.broker(1).hw == hw

@@ -471,6 +471,7 @@ def test_ghost_values_are_not_the_controllers(counterexample):
         "ELR",
         "last known leader",
         "recovery",
+        "replicas",
         "unfenced",
         "broker epochs",
     }

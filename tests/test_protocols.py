@@ -27,12 +27,9 @@ from __future__ import annotations
 
 import pytest
 from kafkamc.checker.run import run_check
-from kafkamc.spec.alter_partition import AlterPartition, HandleAlterPartitionResponse
 from kafkamc.spec.config import Config
-from kafkamc.spec.fetch import Fetch, ReplicaStall
 from kafkamc.spec.model import Model
 from kafkamc.spec.next import describe
-from kafkamc.spec.produce import Produce
 from kafkamc.spec.protocol import (
     OLDEST,
     PRESETS,
@@ -404,21 +401,84 @@ def test_message_lag_drops_healthy_followers_and_time_lag_does_not():
     assert new.reached()["HealthyFollowerShrunk"] is None and new.result.verdict == "holds"
 
 
-@pytest.mark.parametrize("value,hw", [("ignore", 1), ("wait", 0), ("wait_eligible", 0)])
-def test_hw_joining_replica_holds_the_hw_for_a_caught_up_follower(value, hw):
-    """Harmless is not idle: the rule changes what the HW does. Follower 2 stalls and leaves
-    the ISR, then fetches again at the leader's log end (caught up, about to rejoin); the next
-    record moves the HW past it only under `ignore` (before KAFKA-4485)."""
-    cfg = Config(protocol=_with(f"hw_joining_replica={value}"), rf=2, minisr=1, max_records=1, max_isr_shrinks=1)
-    model = Model(cfg)
-    s = model.initial_states()[0]
-    for a in (
-        ReplicaStall(2),
-        AlterPartition(1, (1,)),
-        HandleAlterPartitionResponse(1),
-        Fetch(2, 1),
-        Produce(1, 1),
-    ):
+# KIP-320 (issue 16): a follower that missed two leader changes fetches from the preferred
+# replica re-elected by ElectLeaders. One fence (a live broker misses its heartbeats) takes
+# leadership away from broker 1 and one preferred leader election gives it back; no crash,
+# no shutdown, no ISR shrink. The diverging epoch in every fetch (KAFKA-10554, 2.8.0) would
+# catch the stale follower, so the older OffsetsForLeaderEpoch truncation is switched back too.
+KIP_320_BOUNDS = dict(
+    rf=3,
+    minisr=2,
+    max_records=2,
+    max_clean_shutdowns=0,
+    max_hard_crashes=0,
+    max_isr_shrinks=0,
+    max_fences=1,
+    max_leader_elections=1,
+)
+KIP_320_PATH = (
+    "Produce(leader=1, record=1)",
+    "ControllerFenceBroker(broker=1)",  # 2 leads epoch 2 over ISR {2,3}; 1 is a zombie
+    "BrokerHeartbeat(broker=1)",
+    "MetadataUpdate(broker=2)",
+    "Produce(leader=2, record=2)",  # r2 at offset 0, epoch 2
+    "Fetch(follower=3, leader=1)",  # 3, still on epoch 1, takes r1 from the zombie
+    "MetadataUpdate(broker=1)",
+    "OffsetsForLeaderEpoch(follower=1, leader=2)",  # 1 drops r1
+    "Fetch(follower=1, leader=2)",
+    "AlterPartition(leader=2, isr=(1, 2, 3))",
+    "ElectLeaders(preferred=1)",  # 1 leads epoch 3, starting at offset 1
+    "MetadataUpdate(broker=1)",
+    "MetadataUpdate(broker=2)",
+    "OffsetsForLeaderEpoch(follower=2, leader=1)",
+    "Fetch(follower=2, leader=1)",
+    "Fetch(follower=3, leader=1)",  # epoch 1 against epoch 3, accepted: r2 committed
+)
+
+
+def test_kip_320_a_stale_follower_fetches_from_the_re_elected_preferred_leader():
+    """KIP-320's case for fencing fetches by the current leader epoch. Broker 1 is fenced
+    while it runs: 2 leads epoch 2 and writes r2 at offset 0, while follower 3, which has
+    applied neither epoch 2 nor what follows, fetches r1 (epoch 1) from the zombie 1. Broker
+    1 applies epoch 2, truncates r1 and fetches r2; 2 adds it back to the ISR, and a
+    preferred leader election makes 1 leader of epoch 3. Follower 3, still on epoch 1,
+    fetches from 1 at offset 1: it never saw a leader change (same leader as in its epoch),
+    so it never truncated, and without the current leader epoch in the fetch the leader takes
+    its position. The HW reaches 1 over {1,2,3}: r2 is committed, ISR member 3 has r1 there.
+    With the fetch fenced (2.1.0) the last fetch is refused; without the election (or with
+    the diverging epoch, 2.8.0) the bounds hold."""
+    old = Protocol().with_rules(fetch_fencing="none", truncation="leader_epoch_kip279")
+    run = run_check(Config(protocol=old, **KIP_320_BOUNDS))
+    v = run.result.violation
+    assert run.result.verdict == "violated"
+    assert (v.invariant, v.length) == ("NoCommittedDataLoss", 16)
+    assert _path(v) == KIP_320_PATH
+    zombie_fetch, last = v.trace[6][1], v.trace[-1][1]
+    assert zombie_fetch.controller.leader == 2 and zombie_fetch.broker(1).leader == 1  # 1 acts as leader
+    assert zombie_fetch.broker(3).log == ((1, 1),)  # (record, epoch): r1 of epoch 1
+    assert (last.broker(1).leader, last.broker(1).epoch, last.broker(1).log) == (1, 3, ((2, 2),))
+    assert (last.broker(3).epoch, last.broker(3).log) == (1, ((1, 1),))  # the stale follower
+    assert last.ghost.committed == (2,) and last.controller.isr == bit(1) | bit(2) | bit(3)
+
+    # The same era with fetch fencing on: the last fetch (epoch 1, leader on epoch 3) is
+    # refused, and the search holds.
+    fenced = Protocol().with_rules(truncation="leader_epoch_kip279")
+    model = Model(Config(protocol=fenced, **KIP_320_BOUNDS))
+    s = v.trace[0][1]
+    for a, expected in v.trace[1:-1]:
         (s,) = model.step(s, a)
-    assert s.broker(1).isr == bit(1) and s.broker(1).views[1] == 0
-    assert s.broker(1).hw == hw
+        assert s == expected
+    assert not model.step(s, v.trace[-1][0])  # FENCED_LEADER_EPOCH: nothing changes
+    assert run_check(Config(protocol=fenced, **KIP_320_BOUNDS)).result.verdict == "holds"
+    # The election opens the window: without it the old rules hold.
+    no_election = dict(KIP_320_BOUNDS, max_leader_elections=0)
+    assert run_check(Config(protocol=old, **no_election)).result.verdict == "holds"
+    # fetch_fencing=none alone on the newest preset holds (the diverging epoch catches 3).
+    assert run_check(Config(protocol=_with("fetch_fencing=none"), **KIP_320_BOUNDS)).result.verdict == "holds"
+    # The era presets: 2.0.1, the last before KIP-320, loses r2 on the same path (its
+    # consumer_hw bug shows first unless the check keeps to NoCommittedDataLoss); 2.1.0 holds.
+    era = run_check(Config(protocol=preset("2.0.1"), **KIP_320_BOUNDS), invariants=["NoCommittedDataLoss"])
+    assert _path(era.result.violation) == KIP_320_PATH
+    assert preset("2.1.0") == preset("2.0.1").with_rules(fetch_fencing="current_leader_epoch")
+    kip_320 = run_check(Config(protocol=preset("2.1.0"), **KIP_320_BOUNDS), invariants=["NoCommittedDataLoss"])
+    assert kip_320.result.verdict == "holds"

@@ -125,3 +125,42 @@ def test_healthy_follower_shrunk_only_under_the_message_lag_rule(preset, shrinks
 def test_acked_with_brokers_down(rf, minisr, clean, hard):
     """The durability table's properties: an acks=all write acknowledged with k brokers down."""
     assert_exact(config(rf, minisr, clean, hard, 0, 0, False, "on", track_down=True))
+
+
+def controlled_grid(rf: int, most_outages: int, shrinks: tuple):
+    """Rows of the grid with one or two controlled shutdowns among the outages (issue 16)."""
+    for minisr in range(1, rf + 1):
+        for cs, clean, hard, fences in itertools.product((1, 2), range(2), range(3), range(2)):
+            if cs + clean + hard + fences > most_outages:
+                continue
+            for isr_shrinks, unclean, elr in itertools.product(shrinks, (False, True), ("on", "off")):
+                yield (rf, minisr, clean, hard, fences, isr_shrinks, unclean, elr, cs)
+
+
+CONTROLLED_FAST = [r for r in controlled_grid(2, 2, (0, 1)) if r[8] == 1 and not r[6]] + [
+    r for r in controlled_grid(1, 3, (0, 1)) if r[8] == 1
+]
+# The rest of the grid that was measured exact (rf 1 and 2 with up to three outages, rf 3 with
+# up to two and no shrink: 348 rows), minus the fast rows.
+CONTROLLED_SLOW = [
+    r for r in [*controlled_grid(2, 3, (0, 1)), *controlled_grid(3, 2, (0,))] if r not in CONTROLLED_FAST
+]
+
+
+def _controlled_id(r) -> str:
+    return "rf{}-isr{}-c{}h{}f{}-s{}-u{:d}-elr{}-cs{}".format(*r)
+
+
+@pytest.mark.parametrize("row", CONTROLLED_FAST, ids=_controlled_id)
+def test_expected_is_exact_with_controlled_shutdowns(row):
+    """A controlled shutdown is a way out of the ISR that leaves the replica eligible, and an
+    outage once it completes: the conditions count it with the clean shutdowns and fences."""
+    *rest, cs = row
+    assert_exact(config(*rest, max_controlled_shutdowns=cs))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("row", CONTROLLED_SLOW, ids=_controlled_id)
+def test_expected_is_exact_with_controlled_shutdowns_on_larger_bounds(row):
+    *rest, cs = row
+    assert_exact(config(*rest, max_controlled_shutdowns=cs))

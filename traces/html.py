@@ -137,6 +137,18 @@ def messages(action, state: State, prev: State | None) -> tuple[list, list]:
         marks.append(
             {"lane": "controller", "label": f"ElectLeaders: preferred broker {action.preferred}", "kind": "elect"}
         )
+    elif name == "ControlledShutdown":
+        msg(_lane(action.broker), "controller", "heartbeat: wants to shut down")
+        marks.append({"lane": "controller", "label": f"broker {action.broker} in controlled shutdown", "kind": "fence"})
+    elif name == "ControlledShutdownComplete":
+        msg("controller", _lane(action.broker), "shouldShutDown", "response")
+        marks.append({"lane": _lane(action.broker), "label": "controlled shutdown: stops cleanly", "kind": "crash"})
+    elif name == "AlterPartitionReassignments":  # an operator's request, like ElectLeaders
+        target = ",".join(map(str, action.target))
+        marks.append({"lane": "controller", "label": f"reassign to [{target}]", "kind": "elect"})
+    if state.controller.replicas != prev.controller.replicas and name != "AlterPartitionReassignments":
+        done = ",".join(map(str, state.controller.replicas))
+        marks.append({"lane": "controller", "label": f"reassignment complete: [{done}]", "kind": "elect"})
     # The controller's decisions ride on other actions (a session timeout, a registration): mark them on its lane.
     c, pc = state.controller, prev.controller
     if (c.leader, c.epoch) != (pc.leader, pc.epoch):

@@ -8,7 +8,10 @@ left out of an action record.
 Variables of every state:
   controller  record: leader (0 = none), epoch, pepoch, isr, registered, elr, lastelr (sets of
               broker ids), bepochs (map broker -> broker epoch), recovering, replicas (the
-              assignment: a list of broker ids in the order elections try them)
+              assignment: a list of broker ids in the order elections try them; during a
+              reassignment the target, then the removing replicas), adding and removing (sets:
+              the reassignment in flight, KIP-455), shutdown (map broker -> the leader epoch its
+              controlled shutdown waits for other brokers to apply, 0 = not shutting down)
   brokers     map broker id -> record: alive, bepoch, leader, epoch, pepoch, isr (the leader's
               ISR view; empty on followers), log (list of {epoch, record}), leo, hw, cache (list
               of {epoch, start}), start, views (map broker -> follower LEO, -1 = unknown),
@@ -61,6 +64,9 @@ def controller(c: Controller) -> dict:
         "lastelr": broker_set(c.lastelr),
         "recovering": c.recovering,
         "replicas": [num(b) for b in c.replicas],
+        "adding": broker_set(c.adding),
+        "removing": broker_set(c.removing),
+        "shutdown": per_broker(c.shutdown or (0,) * len(c.bepochs)),
     }
 
 
@@ -110,7 +116,10 @@ def action(a) -> dict:
         v = getattr(a, f.name)
         if v is None:
             continue  # e.g. BrokerCrash.keep of a clean crash
-        out[f.name] = {"#set": [num(b) for b in v]} if isinstance(v, tuple) else num(v)
+        if isinstance(v, tuple):  # an ISR is a set; a reassignment's target list is ordered
+            out[f.name] = [num(b) for b in v] if f.name == "target" else {"#set": [num(b) for b in v]}
+        else:
+            out[f.name] = num(v)
     return out
 
 

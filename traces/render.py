@@ -38,7 +38,11 @@ def role(state: State, b: int) -> str:
     c = state.controller
     if not br.alive:
         return "crashed"
+    if b not in c.replicas and br.leader == NO_LEADER and not br.log:
+        return "no replica (outside the replica set)"
     fenced = "" if c.registered & (1 << (b - 1)) else ", fenced"
+    if c.shutting & (1 << (b - 1)):
+        fenced += ", shutting down"
     if br.leader == b:
         if state.true_leader() == b:
             return "leader" + fenced
@@ -87,8 +91,11 @@ def controller_fields(state: State) -> dict:
         "ELR": _ids(c.elr),
         "last known leader": _ids(c.lastelr),
         "recovery": "RECOVERING" if c.recovering else "RECOVERED",
+        "replicas": " ".join(map(str, c.replicas))
+        + (f" (adding {_ids(c.adding)}, removing {_ids(c.removing)})" if c.adding or c.removing else ""),
         "unfenced": _ids(c.registered),
         "broker epochs": " ".join(f"{b}:{e}" for b, e in enumerate(c.bepochs, 1)),
+        **({"controlled shutdown": _ids(c.shutting)} if c.shutdown else {}),
     }
 
 
@@ -187,7 +194,7 @@ _SHORT = {"log (| = HW)": "log"}  # a column header that explains itself in the 
 
 
 def _changed(value: str, before: dict | None, key: str) -> str:
-    return CHANGED if before is not None and before[key] != value else ""
+    return CHANGED if before is not None and before.get(key) != value else ""
 
 
 def _pairs(label: str, now: dict, before: dict | None, diff_only: bool = False) -> Text:

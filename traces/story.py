@@ -19,11 +19,13 @@ from kafkamc.spec.broker_lifecycle import (
     ControllerFenceBroker,
 )
 from kafkamc.spec.config import Config
+from kafkamc.spec.controlled_shutdown import ControlledShutdown, ControlledShutdownComplete
 from kafkamc.spec.elect_leaders import ElectLeaders
 from kafkamc.spec.fetch import Fetch, OffsetsForLeaderEpoch
 from kafkamc.spec.hw import consumer_hw, hw_isr
 from kafkamc.spec.metadata import MetadataUpdate
 from kafkamc.spec.protocol import NEWEST, PRESETS
+from kafkamc.spec.reassignment import AlterPartitionReassignments
 from kafkamc.spec.state import NO_LEADER, UNKNOWN, Broker, Controller, Ghost, State, bit, members
 
 if TYPE_CHECKING:
@@ -86,7 +88,7 @@ def step_events(cfg: Config, steps: list, i: int) -> list[str]:
             out.append(_truncation(cfg, action, b, prev, state, lost))
             restart_told |= isinstance(action, BrokerRestart) and action.broker == b
     if isinstance(action, AlterPartition):
-        out += _isr_change(steps, i)
+        out += _isr_change(cfg, steps, i)
     else:
         out += _controller(cfg, action, prev.controller, state, restart_told)
     out += _told(cfg, action, prev, state)
@@ -202,7 +204,7 @@ def _truncation(cfg: Config, action, b: int, prev: State, state: State, lost: li
     return f"{who} truncated its log to {to}, dropping {_entries(prev.ghost, lost)}"
 
 
-def _isr_change(steps: list, i: int) -> list[str]:
+def _isr_change(cfg: Config, steps: list, i: int) -> list[str]:
     """An ISR change the leader asked for (AlterPartition), with why a follower was dropped."""
     action, state = steps[i]
     before, after = steps[i - 1][1].controller, state.controller
@@ -211,6 +213,15 @@ def _isr_change(steps: list, i: int) -> list[str]:
     ld = action.leader
     removed, added = members(before.isr & ~after.isr), members(after.isr & ~before.isr)
     out = []
+    if before.replicas != after.replicas:  # the expansion completed a reassignment
+        f = added[0] if added else members(before.removing)[0]
+        out.append(
+            f"leader {ld} added broker {f} to the ISR, which completed the reassignment: "
+            f"replicas {list(after.replicas)}, ISR {_ids(after.isr)}"
+        )
+        if after.leader != before.leader:
+            out.append("the controller " + _election(cfg, action, before, state))
+        return out
     if removed:
         f = removed[0]
         out.append(f"leader {ld} shrank the ISR to {_ids(after.isr)}: follower {f} {_lag(steps, i, f)}")
@@ -263,6 +274,18 @@ def _controller(cfg: Config, action, before: Controller, state: State, restart_t
         did.append(f"unfenced broker {b} on its heartbeat")
     elif isinstance(action, ElectLeaders):
         cause = f"an operator asked for a preferred leader election of broker {b} (ElectLeaders)"
+    elif isinstance(action, ControlledShutdown):
+        cause = f"broker {b} asked for a controlled shutdown (a rolling restart)"
+        did.append("marked it as shutting down, no longer eligible to lead or join the ISR")
+    elif isinstance(action, ControlledShutdownComplete):
+        cause = f"broker {b} led nothing and every active broker had applied its shutdown"
+        did.append("told it to stop and fenced it; it stopped cleanly")
+    elif isinstance(action, AlterPartitionReassignments):
+        incoming = [r for r in action.target if r not in before.replicas]
+        cause = f"an operator moved the partition to replicas {list(action.target)} (AlterPartitionReassignments)"
+        did.append(f"added broker {incoming[0]} as an adding replica ({_assignment(after)})")
+    if before.replicas != after.replicas and not isinstance(action, AlterPartitionReassignments):
+        did.append(f"completed the reassignment: replicas now {list(after.replicas)}")
     dropped = isinstance(action, BrokerRestart) and (before.isr | before.elr) & ~(after.isr | after.elr) & bit(b)
     if dropped:
         lists = " and ".join(n for n, m in (("ISR", before.isr), ("ELR", before.elr)) if m & bit(b))
@@ -279,6 +302,14 @@ def _controller(cfg: Config, action, before: Controller, state: State, restart_t
     return [f"{cause}; {said}" if cause else said]
 
 
+def _assignment(c: Controller) -> str:
+    """The replica set, with a reassignment's adding and removing replicas."""
+    text = f"replicas {list(c.replicas)}"
+    if c.adding or c.removing:
+        text += f", adding {_ids(c.adding)}, removing {_ids(c.removing)}"
+    return text
+
+
 def _membership(cfg: Config, c: Controller, before: Controller | None = None) -> str:
     """The ISR, and the ELR when it has or had members."""
     elr = cfg.rule("elr") == "on" and (c.elr or before is None or before.elr)
@@ -293,6 +324,10 @@ def _election(cfg: Config, action, before: Controller, state: State) -> str:
         return f"left the partition offline: no eligible leader ({_membership(cfg, after)})"
     if isinstance(action, ElectLeaders):
         how = "as the preferred replica"
+    elif isinstance(action, ControlledShutdown):
+        how = f"in place of broker {action.broker}, which is shutting down"
+    elif before.replicas != after.replicas and before.leader not in after.replicas:
+        how = f"in place of broker {before.leader}, which the reassignment removed"
     elif after.recovering and before.lastelr & bit(b):
         how = "as the last known leader (KIP-966: ISR and ELR were empty); the partition is RECOVERING"
     elif after.recovering and not (before.recovering and before.isr & bit(b)):

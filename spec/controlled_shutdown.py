@@ -1,0 +1,116 @@
+"""Controlled shutdown: a broker of a rolling restart hands its leadership over before it stops
+(controlled.shutdown.enable, on by default since Kafka 0.8.2; KAFKA-340 brought it in 0.8.0).
+
+KRaft (KIP-631). The broker's heartbeat says wantShutDown; BrokerHeartbeatManager moves it to
+CONTROLLED_SHUTDOWN and ReplicationControlManager.handleBrokerInControlledShutdown writes its
+BrokerRegistrationChangeRecord (inControlledShutdown) and, through generateLeaderAndIsrUpdates,
+one partition change per partition it hosts: out of the ISR (into the ELR below min ISR: a
+clean shutdown leaves it eligible, KIP-966), and a new leader where it led. From then on it is
+no acceptable leader (PartitionChangeBuilder.isAcceptableLeader), the controller refuses to add
+it to an ISR (AlterPartition: INELIGIBLE_REPLICA, KIP-841) and a leader's HW does not wait for it
+(Partition.isReplicaIsrEligible, KAFKA-15021). It stays alive and registered, and acts on the
+metadata it has applied, stale or not: a leader it was keeps leading until it applies the change.
+The controller answers shouldShutDown (BrokerHeartbeatManager.calculateNextBrokerState) once the
+broker leads nothing and every active broker's metadata has caught up with the offset at which
+it entered controlled shutdown; it fences the broker in the same step and the process exits
+cleanly (log flushed, HW checkpointed, a clean-shutdown marker for the next registration).
+
+ZooKeeper (the controlled_shutdown=zookeeper rule, before KRaft in 2.8.0): the ControlledShutdown
+request; KafkaController.doControlledShutdown moves leadership to another ISR member
+(ControlledShutdownLeaderSelector), takes the broker out of the ISR where it follows (never the
+last member), and the broker exits once no partition is left to move, without waiting for the
+other brokers to learn anything.
+
+Simplifications. The metadata offset the controller waits for is read as the partition's leader
+epoch after the change: every active broker has applied at least that epoch. A follower keeps
+nothing newer of the partition; the leader's ISR update is not waited for, which can only delay
+its HW. A broker in controlled shutdown that hard-crashes instead is the BrokerCrash step; its
+session timeout fences it and clears the mark. The clean shutdowns of --max-clean-shutdowns
+remain process exits without controlled shutdown (controlled.shutdown.enable=false).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafkamc.spec.bounds import Bound
+from kafkamc.spec.broker_lifecycle import stopped
+from kafkamc.spec.controller import fence, leave_isr, partition_change, with_shutdown
+from kafkamc.spec.state import Broker, Budget, Controller, State, bit, replace
+
+if TYPE_CHECKING:
+    from kafkamc.spec.config import Config
+
+CONTROLLED_SHUTDOWNS = Bound(
+    "controlled_shutdowns",
+    0,
+    "controlled shutdowns (leadership handed over, then a clean stop) of a rolling restart",
+)
+
+
+@dataclass(frozen=True)
+class ControlledShutdown:
+    """The broker asks to shut down; the controller marks it as shutting down, takes it out of
+    the ISR and moves its leadership (handleBrokerInControlledShutdown)."""
+
+    broker: int
+
+
+@dataclass(frozen=True)
+class ControlledShutdownComplete:
+    """The controller tells the broker it may stop (shouldShutDown), fences it, and the process
+    exits cleanly."""
+
+    broker: int
+
+
+def controlled_shutdown_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
+    if br.alive and c.active & bit(b) and cfg.allows(u, CONTROLLED_SHUTDOWNS) and b in c.replicas:
+        return (ControlledShutdown(b),)
+    return ()
+
+
+def complete_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
+    if br.alive and c.shutdown and c.shutdown[b - 1] and c.leader != b:
+        return (ControlledShutdownComplete(b),)
+    return ()
+
+
+def controlled_shutdown(cfg: Config, state: State, a: ControlledShutdown) -> State | None:
+    b = a.broker
+    c = state.controller
+    if not state.broker(b).alive or not c.active & bit(b) or not cfg.allows(state.budget, CONTROLLED_SHUTDOWNS):
+        return None
+    state = replace(state, budget=state.budget.spend(CONTROLLED_SHUTDOWNS.name))
+    # Marked first, so that the election skips it; the mark then takes the epoch the change wrote.
+    state = partition_change(cfg, state, with_shutdown(leave_isr(cfg, c, b), b, c.epoch))
+    c = state.controller
+    return replace(state, controller=with_shutdown(c, b, c.epoch))
+
+
+def may_stop(cfg: Config, state: State, b: int) -> bool:
+    """BrokerHeartbeatManager: the broker leads nothing (at the controller), and under KRaft
+    every other active broker has applied the metadata of its controlled shutdown."""
+    c = state.controller
+    if c.leader == b or not c.shutdown or not c.shutdown[b - 1]:
+        return False
+    if cfg.rule("controlled_shutdown") == "zookeeper":
+        return True
+    active = c.active
+    return all(
+        br.epoch >= c.shutdown[b - 1]
+        for o, br in enumerate(state.brokers, 1)
+        if o != b and br.alive and active & bit(o)
+    )
+
+
+def controlled_shutdown_complete(cfg: Config, state: State, a: ControlledShutdownComplete) -> State | None:
+    """The controller fences the broker (handleBrokerFenced on SHUTDOWN_NOW) and it stops with
+    its whole log flushed and its HW checkpointed (ReplicaManager.shutdown); its next
+    registration says the shutdown was clean."""
+    b = a.broker
+    br = state.broker(b)
+    if not br.alive or not may_stop(cfg, state, b):
+        return None
+    return fence(cfg, state.with_broker(b, stopped(cfg, state.budget, br)), b)

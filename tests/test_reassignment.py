@@ -1,0 +1,164 @@
+"""Partition reassignment (KIP-455, spec/reassignment.py) over a broker pool larger than the
+replication factor (--brokers): the move, its completion, and symmetry over the pool."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace as dc_replace
+from itertools import permutations
+
+import pytest
+from helpers import bfs, play, run_kafkamc, sample_states
+from kafkamc.checker.explorer import explore
+from kafkamc.checker.fast import FastModel
+from kafkamc.checker.reference import explore_reference
+from kafkamc.checker.run import run_check
+from kafkamc.invariants.suite import InvariantSuite
+from kafkamc.spec import symmetry
+from kafkamc.spec.alter_partition import AlterPartition, HandleAlterPartitionResponse
+from kafkamc.spec.config import Config
+from kafkamc.spec.fetch import Fetch
+from kafkamc.spec.metadata import MetadataUpdate
+from kafkamc.spec.model import Model
+from kafkamc.spec.produce import Produce
+from kafkamc.spec.reassignment import AlterPartitionReassignments
+from kafkamc.spec.state import NO_LEADER, Broker, bit
+
+CFG = Config(rf=3, minisr=2, broker_count=4, max_records=1, max_hard_crashes=0, max_reassignments=1)
+ISR_123 = bit(1) | bit(2) | bit(3)
+
+
+def caught_up(cfg: Config, target: tuple, leader: int = 1):
+    """Record 1 committed on 1..3, then the move to `target` started (the leader applies its new
+    partition epoch: an AlterPartition on the old one is INVALID_UPDATE_VERSION) and broker 4
+    caught up."""
+    s = play(cfg, Produce(1, 1), Fetch(2, 1), Fetch(3, 1), Fetch(2, 1), Fetch(3, 1))
+    moving = play(cfg, AlterPartitionReassignments(target), MetadataUpdate(leader), MetadataUpdate(4), state=s)
+    return play(cfg, Fetch(4, leader), Fetch(4, leader), state=moving)
+
+
+def test_the_move_starts_with_the_target_first_and_no_new_leader_epoch():
+    s = play(CFG, AlterPartitionReassignments((4, 2, 3)))
+    c = s.controller
+    assert c.replicas == (4, 2, 3, 1) and (c.adding, c.removing) == (bit(4), bit(1))
+    assert (c.leader, c.epoch, c.pepoch, c.isr) == (1, 1, 2, ISR_123)  # only the partition epoch moves
+    # Broker 4 learns from the metadata that it hosts the partition and follows the leader.
+    assert play(CFG, MetadataUpdate(4), state=s).broker(4).leader == 1
+    assert not Model(CFG).step(s, AlterPartitionReassignments((1, 4, 3)))  # one move at a time
+
+
+def test_completion_moves_leadership_off_a_removed_leader():
+    s = caught_up(CFG, (4, 2, 3))
+    assert s.broker(4).log == s.broker(1).log
+    done = play(CFG, AlterPartition(1, (1, 2, 3, 4)), state=s)
+    c = done.controller
+    assert c.replicas == (4, 2, 3) and (c.adding, c.removing) == (0, 0)
+    assert (c.leader, c.epoch, c.isr) == (4, 2, bit(2) | bit(3) | bit(4))  # the first target replica in the ISR
+    # The old leader hears NEW_LEADER_ELECTED and keeps its pending ISR until metadata tells it.
+    assert done.broker(1).alter.error == "NEW_LEADER_ELECTED"
+    answered = play(CFG, HandleAlterPartitionResponse(1), state=done)
+    assert answered.broker(1).pending == bit(1) | bit(2) | bit(3) | bit(4) and answered.broker(1).leader == 1
+    # Once it applies the change, broker 1 deletes its replica.
+    gone = play(CFG, MetadataUpdate(1), state=answered).broker(1)
+    assert gone == Broker(alive=True, bepoch=1) and gone.leader == NO_LEADER
+
+
+def test_removing_a_follower_keeps_the_leader_in_a_new_leader_epoch():
+    s = caught_up(CFG, (1, 4, 3))
+    c = play(CFG, AlterPartition(1, (1, 2, 3, 4)), state=s).controller
+    assert c.replicas == (1, 4, 3) and (c.leader, c.epoch) == (1, 2)  # replicas left: the epoch is bumped
+    assert c.isr == bit(1) | bit(3) | bit(4)
+
+
+def test_outsiders_are_interchangeable_only_among_themselves():
+    cfg = Config(rf=2, minisr=1, broker_count=4, max_records=1, max_reassignments=1)
+    s = play(cfg, Produce(1, 1), AlterPartitionReassignments((3, 2)), MetadataUpdate(3), Fetch(3, 1))
+    # Swapping the two brokers outside the initial set (3, moving in, and 4) is a relabelling
+    # the canonical form does not undo: 3 is now in the replica set and 4 is not.
+    swapped_out = symmetry.relabel(s, (1, 2, 4, 3))
+    assert symmetry.canonical(swapped_out) == symmetry.canonical(s)  # a relabelling: same class
+    idle = play(cfg, Produce(1, 1))
+    assert symmetry.canonical(symmetry.relabel(idle, (1, 2, 4, 3))) == symmetry.canonical(idle)
+    # Relabelling a replica with an outsider is a different broker layout, told apart by canonical().
+    other = symmetry.relabel(idle, (1, 3, 2, 4))
+    assert other.controller.replicas == (1, 3)
+    assert symmetry.canonical(other) == symmetry.canonical(idle)  # still the same class...
+    moved = play(cfg, AlterPartitionReassignments((1, 3)), state=idle)
+    assert symmetry.canonical(moved) != symmetry.canonical(idle)  # ...but a move is not a relabelling
+
+
+def test_every_relabelling_of_the_pool_maps_transitions_to_transitions():
+    """The soundness argument over a pool (tests/test_symmetry.py's, with brokers outside the
+    set): for every permutation p of all the brokers, succ(p(s)) = p(succ(s)), the invariants
+    agree on s and p(s), and p(s) has the canonical form of s."""
+    cfg = Config(rf=2, minisr=1, broker_count=3, max_records=1, max_reassignments=1, max_controlled_shutdowns=1)
+    suite = InvariantSuite(cfg)
+    model = Model(dc_replace(cfg, symmetry=False))
+    states = sample_states(cfg, 300)
+    assert any(s.controller.adding for s in states) and any(len(s.controller.replicas) == 3 for s in states)
+    for s in states:
+        successors = [t for _, t in model.successors(s)]
+        for perm in permutations((1, 2, 3)):
+            r = symmetry.relabel(s, perm)
+            assert symmetry.canonical(r) == symmetry.canonical(s)
+            assert suite.all_violated(r) == suite.all_violated(s)
+            mapped = sorted(repr(symmetry.relabel(t, perm)) for t in successors)
+            assert sorted(repr(t) for _, t in model.successors(r)) == mapped
+
+
+def _orbits(cfg: Config) -> int:
+    """Canonical forms of every state the unreduced search reaches: what the reduced one must count."""
+    model = Model(dc_replace(cfg, symmetry=False))
+    return len({symmetry.canonical(s).key() for _p, _a, s, new in bfs(model) if new})
+
+
+def test_symmetry_over_the_pool_counts_each_class_once():
+    """The reduced search counts exactly the classes the unreduced one reaches."""
+    cfg = Config(rf=2, minisr=1, broker_count=3, max_records=1, max_hard_crashes=0, max_reassignments=1)
+    reduced = explore(FastModel(cfg), InvariantSuite(cfg))
+    assert (reduced.verdict, reduced.distinct_states) == ("holds", 17028)
+    assert _orbits(cfg) == 17028
+
+
+@pytest.mark.slow
+def test_a_second_idle_outsider_adds_no_class():
+    """With two brokers outside the set, canonical() takes the least of their orders: one
+    reassignment brings one of them in, and the other, interchangeable with it until then,
+    adds nothing (the same 17,028 classes as with three brokers, reduced or not)."""
+    cfg = Config(rf=2, minisr=1, broker_count=4, max_records=1, max_hard_crashes=0, max_reassignments=1)
+    assert explore(FastModel(cfg), InvariantSuite(cfg)).distinct_states == _orbits(cfg) == 17028
+
+
+def test_engines_agree_and_the_move_completes():
+    small = dc_replace(CFG, max_isr_shrinks=0)
+    fast = explore(FastModel(small), InvariantSuite(small))
+    ref = explore_reference(Model(small), InvariantSuite(small))
+    assert (fast.verdict, fast.distinct_states, fast.depth) == (ref.verdict, ref.distinct_states, ref.depth)
+    assert fast.coverage == ref.coverage and fast.coverage["AlterPartitionReassignments"] > 0
+    assert (fast.verdict, fast.distinct_states, fast.depth) == ("holds", PINNED[0], PINNED[1])
+    checked = run_check(small)
+    assert checked.result.verdict == "holds"
+    assert checked.reached()["ReassignmentCompleted"] is not None
+    assert run_check(dc_replace(small, max_reassignments=0)).reached().get("ReassignmentCompleted") is None
+
+
+PINNED = (5109, 18)
+
+
+def test_a_completed_move_is_witnessed_and_every_view_shows_the_replica_set(tmp_path):
+    w = tmp_path / "w.json"
+    flags = "--rf 2 --minisr 1 --brokers 3 --max-reassignments 1 --max-records 1 --max-hard-crashes 0"
+    p = run_kafkamc("check", *flags.split(), "--reach", "ReassignmentCompleted", "--quiet", "--trace-out", w)
+    assert p.returncode == 0 and "reached: ReassignmentCompleted; shortest witness saved" in p.stdout
+    assert run_kafkamc("trace", "replay", w).returncode == 0
+    shown = run_kafkamc("trace", "show", w, columns=220).stdout
+    assert "AlterPartitionReassignments(target=(3, 2))" in shown
+    assert "replicas 3 2 1 (adding {3}, removing {1})" in shown and "no replica (outside the replica set)" in shown
+    assert "leader 1 added broker 3 to the ISR, which completed the" in shown
+    html = tmp_path / "w.html"
+    assert run_kafkamc("trace", "html", w, "-o", html).returncode == 0
+    assert "reassign to [3,2]" in html.read_text() and "reassignment complete: [3,2]" in html.read_text()
+    itf = json.loads(run_kafkamc("trace", "itf", w).stdout)
+    start = itf["states"][1]
+    assert start["action"] == {"type": "AlterPartitionReassignments", "target": [3, 2]}
+    assert start["controller"]["replicas"] == [3, 2, 1] and start["controller"]["adding"] == {"#set": [3]}
