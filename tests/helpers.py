@@ -48,6 +48,22 @@ def bfs(model) -> Iterator[tuple]:
             yield s, action, nxt, is_new(nxt)
 
 
+# Issue 16's small pinned configurations (tests/test_controlled_shutdown.py, test_reassignment.py),
+# which every engine must agree on.
+CONTROLLED_SHUTDOWN_SMALL = dict(
+    rf=3,
+    minisr=2,
+    max_records=1,
+    max_hard_crashes=0,
+    max_isr_shrinks=0,
+    max_controlled_shutdowns=1,
+    max_leader_elections=1,
+)
+REASSIGNMENT_SMALL = dict(
+    rf=3, minisr=2, broker_count=4, max_records=1, max_hard_crashes=0, max_isr_shrinks=0, max_reassignments=1
+)
+
+
 def play(cfg: Config, *actions, state=None):
     """The state `actions` lead to from `state` (by default the first initial state); each
     action must be enabled and lead to one state."""

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import bfs_states
+from helpers import CONTROLLED_SHUTDOWN_SMALL, REASSIGNMENT_SMALL, bfs_states
 from kafkamc.checker.codec import encode
 from kafkamc.checker.explorer import Limits, explore
 from kafkamc.checker.fast import FastModel
@@ -62,32 +62,8 @@ CASES = {
     ),
     # Issue 16's moves: the pinned configurations of tests/test_controlled_shutdown.py and
     # tests/test_reassignment.py (a broker pool: the codec carries the replica set's changes).
-    "controlled-shutdown": (
-        Config(
-            rf=3,
-            minisr=2,
-            max_records=1,
-            max_hard_crashes=0,
-            max_isr_shrinks=0,
-            max_controlled_shutdowns=1,
-            max_leader_elections=1,
-        ),
-        "holds",
-        2010,
-        18,
-        2,
-        4,
-    ),
-    "reassignment-four-brokers": (
-        Config(
-            rf=3, minisr=2, broker_count=4, max_records=1, max_hard_crashes=0, max_isr_shrinks=0, max_reassignments=1
-        ),
-        "holds",
-        5109,
-        18,
-        2,
-        4,
-    ),
+    "controlled-shutdown": (Config(**CONTROLLED_SHUTDOWN_SMALL), "holds", 2010, 18, 2, 4),
+    "reassignment-four-brokers": (Config(**REASSIGNMENT_SMALL), "holds", 5109, 18, 2, 4),
     # The rest of the pinned table (tests/test_pinned.py) and the bug zoo (tests/test_protocols.py).
     "two-shutdowns-rf2": (
         Config(rf=2, minisr=2, max_records=1, max_clean_shutdowns=2, max_hard_crashes=0, max_isr_shrinks=1),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import CONTROLLED_SHUTDOWN_SMALL, REASSIGNMENT_SMALL
 from kafkamc.checker.explorer import Limits, explore
 from kafkamc.checker.fast import FastModel
 from kafkamc.checker.workers import explore_workers
@@ -23,16 +24,8 @@ HOLDS = [
     dict(rf=2, minisr=2, max_records=1, max_clean_shutdowns=1, max_hard_crashes=0, max_fences=1),
     pytest.param(dict(rf=3, minisr=2, max_records=1), marks=pytest.mark.slow),
     # Issue 16: a broker pool with a reassignment, and a controlled shutdown with an election.
-    dict(rf=3, minisr=2, broker_count=4, max_records=1, max_hard_crashes=0, max_isr_shrinks=0, max_reassignments=1),
-    dict(
-        rf=3,
-        minisr=2,
-        max_records=1,
-        max_hard_crashes=0,
-        max_isr_shrinks=0,
-        max_controlled_shutdowns=1,
-        max_leader_elections=1,
-    ),
+    REASSIGNMENT_SMALL,
+    CONTROLLED_SHUTDOWN_SMALL,
 ]
 
 VIOLATED = [
