@@ -235,7 +235,7 @@ class FastSuccessors:
                         new = None  # built only if the successor is looked at: most are not
                         seen = same
                     fp = base ^ delta ^ seen[1]
-                    if kind in relabelled:  # a successor out of assignment order: its class's fingerprint
+                    if relabelled and kind in relabelled:  # out of assignment order: its class's fingerprint
                         new = comps.copy()
                         for i, x, _ in changes:
                             new[i] = x
@@ -342,6 +342,7 @@ class FastModel:
             self.fast.relabelled = frozenset(a.type for a in self.spec.actions if a.moves_replicas)
             self.fast.canonical_fp = self.canonical_fingerprint
         self.relabels: dict = {}  # (id of an interned component, relabelling) -> the relabelled one
+        self.ordered = [tuple(range(1, k + 1)) for k in range(len(self.config.brokers) + 1)]  # by length
 
     def initial_states(self) -> list[State]:
         return self.spec.initial_states()
@@ -378,7 +379,7 @@ class FastModel:
         return (
             not self.fast.verify
             and len(cfg.brokers) - cfg.rf <= 1
-            and c.replicas == tuple(range(1, len(c.replicas) + 1))
+            and c.replicas == self.ordered[len(c.replicas)]
         )
 
     def _expand_reduced(self, state: State):
