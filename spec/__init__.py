@@ -2,7 +2,8 @@
 
 Modelling simplifications (each one keeps the state space finite or small, and none
 removes a behaviour that the invariants are about, unless noted):
-- One partition, replicated on every broker 1..rf. The assignment order (the replica
+- One partition, replicated on rf of the cluster's brokers (1..rf unless --brokers makes the
+  cluster larger; spec/reassignment.py moves it). The assignment order (the replica
   list elections follow) is part of the state, and every order is an initial state, in
   which the preferred replica leads epoch 1; symmetry reduction folds the orders into one.
 - Offsets are exclusive: the LEO is the log length and the HW is the first offset not
