@@ -376,11 +376,7 @@ class FastModel:
         # is every successor but those of an action that reorders the set (a reassignment's
         # start), which the fused loop fingerprints by their class (FastSuccessors.relabelled).
         cfg = self.config
-        return (
-            not self.fast.verify
-            and len(cfg.brokers) - cfg.rf <= 1
-            and c.replicas == self.ordered[len(c.replicas)]
-        )
+        return not self.fast.verify and len(cfg.brokers) - cfg.rf <= 1 and c.replicas == self.ordered[len(c.replicas)]
 
     def _expand_reduced(self, state: State):
         in_order, fingerprint = self.in_order, self.fast.fingerprint
