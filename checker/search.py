@@ -23,8 +23,9 @@ class Limits:
 @dataclass
 class Violation:
     invariant: str
-    kind: str  # "state" or "action"
+    kind: str  # "state", "action" or "liveness"
     trace: list  # [(None, initial state), (action, state), ...]
+    loop: int | None = None  # a lasso's cycle starts at trace[loop]; the last state equals it
 
     @property
     def length(self) -> int:

@@ -155,6 +155,13 @@ class Conjunction:
         body = "\n    ".join(_needed(self.lines, code)) or "pass"
         return _define(name, f"def {name}({', '.join(self.params)}):\n    {body}\n    return {code}\n")
 
+    def bits(self, name: str):
+        """`def name(params)` returning every part's truth value at once, part i as bit i: what
+        the liveness graph stores per state (invariants/liveness.py)."""
+        code = " | ".join(f"(({c}) << {i})" for i, c in enumerate(self.codes)) or "0"
+        body = "\n    ".join(_needed(self.lines, code)) or "pass"
+        return _define(name, f"def {name}({', '.join(self.params)}):\n    {body}\n    return {code}\n")
+
 
 def compile_guarded(
     name: str,

@@ -10,7 +10,7 @@ from kafkamc.invariants.catalog import INVARIANTS, Invariant, by_name
 from kafkamc.invariants.compile import Conjunction, compile_function, compile_guarded
 from kafkamc.invariants.properties import PropertyFile
 from kafkamc.invariants.reach import catalog as reach_catalog
-from kafkamc.invariants.view import View
+from kafkamc.invariants.view import View, z3_value
 from kafkamc.spec.config import Config
 
 
@@ -88,8 +88,8 @@ class InvariantSuite:
             sources,
             hoist=True,
         )
-        self._values = _values_fn(self.V)
-        self._prev_values = _values_fn(self.P)
+        self._values = self.V.values_fn()
+        self._prev_values = self.P.values_fn()
 
     @property
     def names(self) -> list[str]:
@@ -247,14 +247,8 @@ class InvariantSuite:
                 if name not in values:
                     continue
                 v = values[name]
-                pairs.append((var.const, z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v)))
+                pairs.append((var.const, z3_value(v)))
         return pairs
-
-
-def _values_fn(view: View):
-    ns: dict = {}
-    exec(compile(view.values_source(), "<view values>", "exec"), ns)
-    return ns["values"]
 
 
 def _var_names(expr: z3.ExprRef) -> list[str]:

@@ -46,6 +46,7 @@ class View:
         self.start, self.in_isr, self.log, self.logep = {}, {}, {}, {}
         self.in_elr, self.registered, self.exposed, self.stalled = {}, {}, {}, {}
         self.shutting: dict[int, z3.BoolRef] = {}
+        self.waiting: dict[int, z3.ArithRef] = {}
         self.in_hw_isr: dict[int, dict[int, z3.BoolRef]] = {}
         kip207 = cfg.rule("consumer_hw") == "kip207"
         maximal = cfg.rule("hw_pending_isr") == "maximal"
@@ -61,6 +62,7 @@ class View:
             self.in_isr[b] = self._bool(f"in_isr[{b}]", f"bool({n}_c.isr & {1 << (b - 1)})")
             self.in_elr[b] = self._bool(f"in_elr[{b}]", f"bool({n}_c.elr & {1 << (b - 1)})")
             self.stalled[b] = self._bool(f"stalled[{b}]", f"{br}.stalled")
+            self.waiting[b] = self._int(f"waiting[{b}]", f"len({br}.purgatory)")  # acks=all requests held
             self.registered[b] = self._bool(f"registered[{b}]", f"bool({n}_c.registered & {1 << (b - 1)})")
             self.replica[b] = self._bool(f"replica[{b}]", f"({b} in {n}_c.replicas)")  # in the assignment
             self.shutting[b] = self._bool(
@@ -109,8 +111,19 @@ class View:
     def has_record(self, b: int, r: int) -> z3.BoolRef:
         return z3.Or([x == r for x in self.log[b]])
 
+    def values_fn(self):
+        """A function of a State returning {name: value} for every variable of this view."""
+        ns: dict = {}
+        exec(compile(self.values_source(), "<view values>", "exec"), ns)
+        return ns["values"]
+
     def values_source(self) -> str:
         """Source of a function returning {name: value} for every variable of this view."""
         body = "\n    ".join(self.prelude)
         items = ", ".join(f"{v.name!r}: {v.source}" for v in self.vars.values())
         return f"def values({self.state_name}):\n    {body}\n    return {{{items}}}\n"
+
+
+def z3_value(v) -> z3.ExprRef:
+    """A variable's Python value as the Z3 constant substituted for it."""
+    return z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v)

@@ -43,6 +43,12 @@ class Action:
     enabled_by: tuple[Bound, ...] = ()  # bounds without which it never fires, though it spends none
     rule: tuple[str, tuple[str, ...]] | None = None  # (rule, values) under which alone it fires
     moves_replicas: bool = False  # it may change the replica set's order (symmetry must relabel)
+    # Fairness for liveness (checker/liveness.py): "weak", a step of the protocol itself that
+    # cannot stay enabled forever without being taken (each instance, e.g. one follower's
+    # fetch); "strong", one that is taken if it is enabled again and again; "none", a
+    # client's or operator's choice, which may never come; "fault", which also happens only
+    # finitely often, so no cycle of a lasso takes it.
+    fairness: str = "weak"
     describe: Callable[[Any], str] = describe
 
     @property
@@ -59,9 +65,15 @@ _DEAD = (lc.CRASHES, lc.UNCLEAN_CRASHES)  # a broker's session times out only af
 _STOPS = (*_DEAD, cs.CONTROLLED_SHUTDOWNS)  # a broker can only restart after one of these
 
 NEXT: tuple[Action, ...] = (
-    Action(lc.BrokerRestart, lc.restart_candidates, lc.broker_restart, enabled_by=_STOPS),
-    Action(pr.Produce, pr.produce_candidates, pr.produce, bounds=(pr.RECORDS,)),
-    Action(ap.AlterPartition, ap.alter_partition_candidates, ap.alter_partition, bounds=(ap.ISR_SHRINKS,)),
+    Action(lc.BrokerRestart, lc.restart_candidates, lc.broker_restart, enabled_by=_STOPS, fairness="none"),
+    Action(pr.Produce, pr.produce_candidates, pr.produce, bounds=(pr.RECORDS,), fairness="none"),
+    Action(
+        ap.AlterPartition,
+        ap.alter_partition_candidates,
+        ap.alter_partition,
+        bounds=(ap.ISR_SHRINKS,),
+        fairness="strong",
+    ),
     Action(ap.HandleAlterPartitionResponse, ap.alter_partition_response_candidates, ap.handle_alter_partition_response),
     Action(
         fe.OffsetsForLeaderEpoch,
@@ -70,9 +82,9 @@ NEXT: tuple[Action, ...] = (
         rule=("truncation", ("leader_epoch", "leader_epoch_kip279")),
     ),
     Action(fe.Fetch, fe.fetch_candidates, fe.fetch),
-    Action(fe.ReplicaStall, fe.stall_candidates, fe.replica_stall, enabled_by=(ap.ISR_SHRINKS,)),
+    Action(fe.ReplicaStall, fe.stall_candidates, fe.replica_stall, enabled_by=(ap.ISR_SHRINKS,), fairness="fault"),
     Action(md.MetadataUpdate, md.metadata_candidates, md.metadata_update),
-    Action(lc.BrokerCrash, lc.crash_candidates, lc.broker_crash, bounds=_DEAD),
+    Action(lc.BrokerCrash, lc.crash_candidates, lc.broker_crash, bounds=_DEAD, fairness="fault"),
     Action(lc.BrokerSessionTimeout, lc.session_timeout_candidates, lc.broker_session_timeout, enabled_by=_DEAD),
     Action(
         lc.CheckpointHighWatermarks,
@@ -80,14 +92,27 @@ NEXT: tuple[Action, ...] = (
         lc.checkpoint_high_watermarks,
         enabled_by=(lc.UNCLEAN_CRASHES,),
     ),
-    Action(lc.ControllerFenceBroker, lc.fence_candidates, lc.controller_fence_broker, bounds=(lc.FENCES,)),
+    Action(
+        lc.ControllerFenceBroker,
+        lc.fence_candidates,
+        lc.controller_fence_broker,
+        bounds=(lc.FENCES,),
+        fairness="fault",
+    ),
     Action(lc.BrokerHeartbeat, lc.heartbeat_candidates, lc.broker_heartbeat, enabled_by=(lc.FENCES,)),
-    Action(el.ElectLeaders, el.elect_leaders_candidates, el.elect_leaders, bounds=(el.LEADER_ELECTIONS,)),
+    Action(
+        el.ElectLeaders,
+        el.elect_leaders_candidates,
+        el.elect_leaders,
+        bounds=(el.LEADER_ELECTIONS,),
+        fairness="none",
+    ),
     Action(
         cs.ControlledShutdown,
         cs.controlled_shutdown_candidates,
         cs.controlled_shutdown,
         bounds=(cs.CONTROLLED_SHUTDOWNS,),
+        fairness="none",
     ),
     Action(
         cs.ControlledShutdownComplete,
@@ -101,6 +126,7 @@ NEXT: tuple[Action, ...] = (
         ra.alter_partition_reassignments,
         bounds=(ra.REASSIGNMENTS,),
         moves_replicas=True,
+        fairness="none",
     ),
 )
 

@@ -34,6 +34,7 @@ _WORDS: dict[tuple[str, int], str] = {
     ("in_isr", 1): "broker {0} is in the partition's ISR",
     ("in_elr", 1): "broker {0} is in the ELR (eligible leader replicas)",
     ("stalled", 1): "broker {0} has stopped fetching",
+    ("waiting", 1): "acks=all requests waiting in broker {0}'s purgatory",
     ("registered", 1): "broker {0} is registered and unfenced",
     ("exposed_hw", 1): "HW broker {0} exposes to consumers",
     ("in_hw_isr", 2): "leader {0} counts broker {1} in the ISR its HW moves over",
