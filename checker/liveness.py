@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import time
 from array import array
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 
 from kafkamc.checker.search import Limits, Result, Violation, progress_stats, replay_path
-from kafkamc.invariants.liveness import LivenessSuite
+from kafkamc.invariants.liveness import FAIRNESS, LivenessSuite
 from kafkamc.spec.config import Config
+from kafkamc.spec.model import Model
 
 WEAK, STRONG, NONE, FAULT = 0, 1, 2, 3
 _CLASS = {"weak": WEAK, "strong": STRONG, "none": NONE, "fault": FAULT}
@@ -132,6 +133,14 @@ def build_graph(model, suite: LivenessSuite, limits: Limits = Limits(), progress
         stop = "interrupted"
     g.depth = max(depth) if depth else 0
     return g, stop
+
+
+def coverage(g: Graph) -> Counter:
+    """Transitions per action type name, as the safety search reports them."""
+    out: Counter = Counter()
+    for label, n in Counter(g.labels).items():
+        out[type(g.actions[label]).__name__] += n
+    return out
 
 
 def components(g: Graph, inside: bytearray, roots=None):
@@ -378,6 +387,56 @@ class LivenessReport:
     graph_bytes: int = 0
     symmetry: bool = True
     analysis_s: float = 0.0
+    config: Config | None = None  # the configuration the graph was built under
+
+    def merged(self, safety: Result, replace_counts: bool = False) -> Result:
+        """The safety pass's result with this check's verdict, violation and stop reason (or,
+        with no safety pass, this check's own result)."""
+        if replace_counts:
+            return self.result
+        safety.verdict = self.result.verdict
+        safety.violation = self.result.violation
+        if self.result.stop_reason is not None:
+            safety.stop_reason = "liveness graph: " + self.result.stop_reason
+        return safety
+
+    def to_dict(self) -> dict:
+        r = self.result
+        return {
+            "properties": self.properties,
+            "verdicts": self.verdicts,
+            "verdict": r.verdict,
+            "states": r.distinct_states,
+            "edges": self.edges,
+            "elapsed_s": round(r.elapsed_s, 3),
+            "analysis_s": round(self.analysis_s, 3),
+            "graph_bytes": self.graph_bytes,
+            "symmetry": self.symmetry,
+            "stop_reason": r.stop_reason,
+            "fairness": FAIRNESS,
+        }
+
+
+class ReferenceGraph:
+    """The spec's Model as build_graph needs it, with the canonical state itself as its key (no
+    fingerprint, no cache): the oracle the fast graph is tested against."""
+
+    def __init__(self, config: Config):
+        self.spec = Model(config)
+        self.config = self.spec.config
+
+    def initial_states(self) -> list:
+        return self.spec.initial_states()
+
+    def fingerprint(self, state):
+        return self.spec.canonical(state)
+
+    def expand(self, state):
+        for action, nxt in self.spec.successors(state):
+            yield action, nxt, self.spec.canonical(nxt)
+
+    def successors(self, state):
+        return self.spec.successors(state)
 
 
 def check_liveness(model, suite: LivenessSuite, limits: Limits = Limits(), progress=None) -> LivenessReport:
@@ -393,6 +452,7 @@ def check_liveness(model, suite: LivenessSuite, limits: Limits = Limits(), progr
         graph_bytes=g.nbytes,
         symmetry=model.config.symmetry,
     )
+    report.result.coverage = coverage(g)
     if stop is not None:
         report.result.verdict = "incomplete"
     else:

@@ -7,8 +7,12 @@ from pathlib import Path
 
 from kafkamc.checker.explorer import explore
 from kafkamc.checker.fast import FastModel
+from kafkamc.checker.liveness import LivenessReport, ReferenceGraph, check_liveness, symmetry_for_liveness
 from kafkamc.checker.progress import Progress
 from kafkamc.checker.search import Limits, Result
+from kafkamc.invariants.lasso import lasso_problem
+from kafkamc.invariants.liveness import FAIRNESS, LivenessSuite, is_liveness
+from kafkamc.invariants.liveness import by_name as liveness_by_name
 from kafkamc.invariants.properties import PropertyFile
 from kafkamc.invariants.suite import Disagreement, InvariantSuite
 from kafkamc.spec.config import Config, ConfigError
@@ -34,6 +38,7 @@ class CheckRun:
     engine: str = "local"
     properties: PropertyFile | None = None
     trace_error: str | None = None  # why the trace could not be saved to the path asked for
+    liveness: LivenessReport | None = None  # with --liveness: the graph and each property's verdict
 
     def bounds(self) -> dict:
         b = dict(self.config.bounds())
@@ -115,18 +120,30 @@ class CheckRun:
             "coverage": self.coverage(),
             "reached": self.reached(),
             "vacuity_warnings": self.vacuity_warnings(),
+            "liveness": None if self.liveness is None else self.liveness.to_dict(),
             "violation": None
             if r.violation is None
             else {
                 "invariant": r.violation.invariant,
                 "kind": r.violation.kind,
                 "length": r.violation.length,
+                "loop": r.violation.loop,
                 "trace_file": self.trace_file,
                 "trace_error": self.trace_error,
                 "actions": [format_action(a) for a, _ in r.violation.trace[1:]],
                 "explanation": self.trace.explanation if self.trace else None,
             },
         }
+
+
+def _check_liveness(cfg: Config, names, limits: Limits, progress: bool, reference: bool) -> LivenessReport:
+    """The liveness graph of cfg (symmetry off with a broker pool), each property checked on it."""
+    live_cfg = symmetry_for_liveness(cfg)
+    model = ReferenceGraph(live_cfg) if reference else FastModel(live_cfg)
+    with Progress(enabled=progress, strategy="bfs") as reporter:
+        report = check_liveness(model, LivenessSuite(live_cfg, names), limits, reporter if progress else None)
+    report.config = live_cfg
+    return report
 
 
 @dataclass(frozen=True)
@@ -152,11 +169,19 @@ def run_check(
     workers: int = 1,
     reference: bool = False,
     properties: PropertyFile | None = None,
+    liveness: bool = False,
 ) -> CheckRun:
     """Explore; `reach` names reachability properties to search for (stop once all are seen).
 
     With `spark` set, the search is the level-synchronous BFS on Spark (checker/spark.py);
-    everything after it (Z3 confirmation, explanation, trace) is the same code."""
+    everything after it (Z3 confirmation, explanation, trace) is the same code. With
+    `liveness`, or a liveness property among `invariants`, the liveness properties are checked
+    after a safety pass that holds (checker/liveness.py); with only liveness properties named,
+    there is no safety pass."""
+    live = None if invariants is None else [n for n in invariants if is_liveness(n)]
+    if live:
+        invariants = [n for n in invariants if not is_liveness(n)]
+    only_liveness = bool(live) and not invariants
     model = Model(cfg) if reference else FastModel(cfg)
     suite = InvariantSuite(cfg, invariants, properties)
     known = [name for name, _ in suite.reach_functions()]
@@ -164,7 +189,9 @@ def run_check(
         if name not in known:
             raise ConfigError(f"unknown reachability property {name!r}; properties: {', '.join(known)}")
     with Progress(enabled=progress, strategy=strategy) as reporter:
-        if reference:
+        if only_liveness:
+            result = Result("holds", "bfs", 0, 0, 0, 0.0)
+        elif reference:
             from kafkamc.checker.reference import explore_reference
 
             result = explore_reference(
@@ -207,6 +234,10 @@ def run_check(
                 stop_when_reached=frozenset(reach),
                 properties=properties,
             )
+    report = None
+    if (liveness or live) and result.verdict == "holds":
+        report = _check_liveness(cfg, live or None, limits, progress, reference)
+        result = report.merged(result, replace_counts=only_liveness)
     for name, trace in result.reached.items():
         if not suite.confirm_reached(name, trace[-1][1], trace[-2][1]):
             raise Disagreement(f"{name}: the fast evaluator reported a witness that Z3 does not confirm")
@@ -223,9 +254,19 @@ def run_check(
         workers=workers if spark is None else 1,
         engine="reference" if reference else "local" if spark is None else "spark",
         properties=properties,
+        liveness=report,
     )
     needs = {} if properties is None else {"properties": properties.to_json()}
-    if result.violation is not None:
+    if result.violation is not None and result.violation.kind == "liveness":
+        v = result.violation
+        live_cfg = report.config if report is not None and report.config is not None else cfg
+        problem = lasso_problem(live_cfg, v.invariant, v.trace, v.loop or 0)
+        if problem is not None:
+            raise Disagreement(f"{v.invariant}: the lasso found is not confirmed: {problem}")
+        prop = liveness_by_name(v.invariant)
+        explanation = {"invariant": prop.name, "meaning": prop.meaning, "fairness": FAIRNESS, "failed_parts": []}
+        run.trace = Trace(live_cfg, v.trace, v.invariant, v.kind, explanation, dict(needs), loop=v.loop)
+    elif result.violation is not None:
         v = result.violation
         last = v.trace[-1][1]
         before = v.trace[-2][1] if len(v.trace) > 1 else None

@@ -31,6 +31,7 @@ from kafkamc.cli.common import (
 )
 from kafkamc.cli.summary import print_run
 from kafkamc.invariants.catalog import INVARIANTS
+from kafkamc.invariants.liveness import CATALOG as LIVENESS
 from kafkamc.invariants.properties import PropertiesError, PropertyFile
 from kafkamc.spec.config import ConfigError
 from kafkamc.spec.protocol import ERAS, NEWEST, PRESETS, RULES
@@ -62,7 +63,12 @@ def cli(ctx):
     "invariants",
     multiple=True,
     metavar="NAME",
-    help="check only these invariants (repeatable; default: all)",
+    help="check only these invariants (repeatable; default: all); a liveness property's name checks it",
+)
+@click.option(
+    "--liveness",
+    is_flag=True,
+    help="also check the liveness properties (`kafkamc invariants` lists them) under their fairness assumptions",
 )
 @click.option(
     "--trace-out",
@@ -129,6 +135,7 @@ def check(
     max_depth,
     time_limit,
     invariants,
+    liveness,
     workers,
     engine,
     spark_master,
@@ -151,6 +158,7 @@ def check(
     only_with(click.get_current_context(), "--engine spark", engine == "spark", SPARK_ONLY)
     properties = PropertyFile.read(properties_file) if properties_file else None
     known = {inv.name.lower(): inv.name for inv in INVARIANTS + (properties.declared()[0] if properties else ())}
+    known.update({p.name.lower(): p.name for p in LIVENESS})
     for name in invariants:
         if name.lower() not in known:
             raise UsageProblem(f"unknown invariant {name!r}; `kafkamc invariants` lists them")
@@ -169,6 +177,7 @@ def check(
         workers,
         reference=engine == "reference",
         properties=properties,
+        liveness=liveness,
     )
     if as_json:
         click.echo(json.dumps(run.summary(), indent=1))
@@ -182,7 +191,18 @@ def check(
 
 
 def _run_spark_safely(
-    cfg, strategy, limits, names, progress, trace_out, reach, spark, workers=1, reference=False, properties=None
+    cfg,
+    strategy,
+    limits,
+    names,
+    progress,
+    trace_out,
+    reach,
+    spark,
+    workers=1,
+    reference=False,
+    properties=None,
+    liveness=False,
 ):
     """A worker or a Spark that fails is bad input for this machine: one line, exit 2."""
     from kafkamc.checker.workers import WorkerFailed
@@ -197,6 +217,7 @@ def _run_spark_safely(
             trace_out=trace_out,
             reach=reach,
             properties=properties,
+            liveness=liveness,
             **engine,
         )
 
@@ -301,12 +322,14 @@ def durability(max_rf, era, as_json):
 @cli.command("invariants")
 @properties_option("also list the properties this file declares")
 def list_invariants(properties_file):
-    """List the invariants with what each one means (kind: state, action, or reach)."""
+    """List the invariants with what each one means (kind: state, action, reach or liveness)."""
     invs, reach = PropertyFile.read(properties_file).declared() if properties_file else ((), ())
     for inv in INVARIANTS + invs:
         click.echo(f"{inv.name:24} {inv.tier:7} {inv.kind:7} {inv.meaning}")
     for r in reach:
         click.echo(f"{r.name:24} {'user':7} {'reach':7} {r.meaning}")
+    for p in LIVENESS:
+        click.echo(f"{p.name:24} {p.tier:7} {'liveness':7} {p.meaning}")
     return EXIT_HOLDS
 
 

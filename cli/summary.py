@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kafkamc.checker.run import CheckRun
 from kafkamc.cli.common import make_console
+from kafkamc.invariants.liveness import FAIRNESS
 from kafkamc.spec.next import BOUNDS
 from kafkamc.spec.protocol import NEWEST, PRESETS
 from kafkamc.traces import render as render_mod
@@ -64,6 +65,8 @@ def print_run(run: CheckRun) -> None:
             f"[yellow]warning: {name} was expected within these bounds but never happened; "
             "the pass may be vacuous[/yellow]"
         )
+    if run.liveness is not None:
+        _print_liveness(console, run)
     if r.verdict == "reached":
         console.print(
             f"[bold green]reached[/bold green]: {', '.join(run.reach_targets)}; shortest witness {_saved(run)}"
@@ -73,9 +76,27 @@ def print_run(run: CheckRun) -> None:
             f"[bold red]unreachable[/bold red]: {', '.join(run.reach_targets)} never happens within the bounds"
         )
     elif r.verdict == "holds":
+        live = run.liveness.properties if run.liveness is not None else []
         console.print(
-            f"[bold green]holds[/bold green]: every invariant ({', '.join(run.invariants)}) "
-            "holds in every reachable state within the bounds"
+            "[bold green]holds[/bold green]: "
+            + (
+                f"every invariant ({', '.join(run.invariants)}) holds in every reachable state within the bounds"
+                if run.invariants
+                else "no invariant was checked"
+            )
+            + (f"; every liveness property ({', '.join(live)}) holds under its fairness assumptions" if live else "")
+        )
+    elif r.verdict == "violated" and r.violation.loop is not None:
+        v = r.violation
+        cycle = v.length - v.loop
+        console.print(
+            f"[bold red]violated[/bold red]: {v.invariant} never happens: a lasso of {v.loop} steps to a "
+            + (
+                f"cycle of {cycle} steps, from step {v.loop}, that repeats forever"
+                if cycle
+                else "state that stays forever"
+            )
+            + f" (shortest stem); trace {_saved(run)}"
         )
     elif r.verdict == "violated":
         v = r.violation
@@ -91,6 +112,22 @@ def print_run(run: CheckRun) -> None:
             + (f"every path of up to {covered} steps explored; " if covered is not None else "")
             + "no violation among the states explored"
         )
+
+
+def _print_liveness(console, run: CheckRun) -> None:
+    """The liveness graph's size and each property's verdict."""
+    lv = run.liveness
+    assert lv is not None
+    lr = lv.result
+    console.print(
+        f"liveness graph: {lr.distinct_states:,} states, {lv.edges:,} transitions, "
+        f"{lv.graph_bytes / 2**20:.1f} MiB, built and analysed in {lr.elapsed_s:.2f}s "
+        f"(analysis {lv.analysis_s:.2f}s); symmetry "
+        + ("on (exact: the replica set never moves)" if lv.symmetry else "off")
+    )
+    verdicts = [f"{name} {lv.verdicts.get(name, 'not checked')}" for name in lv.properties]
+    console.print("liveness: " + ", ".join(verdicts), highlight=False)
+    console.print("fairness: " + FAIRNESS, highlight=False)
 
 
 def _saved(run: CheckRun) -> str:

@@ -46,7 +46,14 @@ def register(cli_group) -> None:
         if why is not None:
             click.echo(f"{said}; {why}")
             return EXIT_VIOLATED
-        if t.invariant is not None:
+        if t.loop is not None:
+            cycle = t.length - t.loop
+            said += (
+                f"; the cycle from step {t.loop} closes ({cycle} steps) and is fair"
+                if cycle
+                else f"; the state of step {t.loop} may stay forever (no fair step is enabled)"
+            ) + f"; {t.invariant} never happens on it"
+        elif t.invariant is not None:
             said += f"; {t.invariant} is violated at its last step"
         elif t.reached is not None:
             said += f"; {t.reached} is reached at its last step"

@@ -28,10 +28,12 @@ from kafkamc.spec.config import Config
 
 FAIRNESS = (
     "weak fairness for each step of the protocol: a follower's fetch and OffsetsForLeaderEpoch, "
-    "AlterPartition and its response, metadata propagation, session timeouts, heartbeats, HW "
-    "checkpoints and the end of a controlled shutdown are each taken if they stay enabled; none "
-    "for producers, restarts and operator requests (they may never come); faults (crashes, "
-    "fences, stalls) happen only finitely often"
+    "the AlterPartition response, metadata propagation, session timeouts, heartbeats, HW "
+    "checkpoints and the end of a controlled shutdown are each taken if they stay enabled; strong "
+    "fairness for each ISR change a leader may propose (AlterPartition: taken if enabled again and "
+    "again, as Kafka retries it on the follower's next fetch once none is in flight); none for "
+    "producers, restarts and operator requests (they may never come); faults (crashes, fences, "
+    "stalls) happen only finitely often"
 )
 
 

@@ -158,7 +158,17 @@ def test_invariants_listed():
         "ConsistentReads",
         "MaximalIsrCoversIsr",
         "WellFormed",
+        "EventuallyLeader",
+        "AckedEventuallyFullyReplicated",
+        "WriteEventuallyAnswered",
+        "FollowerEventuallyInSync",
+        "RecoveringEventuallyClears",
+        "ControlledShutdownCompletes",
+        "EventuallyAvailable",
     ]
+    kinds = {line.split()[0]: line.split()[1:3] for line in p.stdout.splitlines()}
+    assert kinds["EventuallyLeader"] == ["promise", "liveness"]
+    assert kinds["EventuallyAvailable"] == ["trade-off", "liveness"]
 
 
 BAD = [

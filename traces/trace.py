@@ -10,6 +10,8 @@ from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from pathlib import Path
 
 from kafkamc.invariants.catalog import INVARIANTS
+from kafkamc.invariants.lasso import lasso_problem
+from kafkamc.invariants.liveness import is_liveness
 from kafkamc.invariants.properties import PropertyFile
 from kafkamc.invariants.reach import catalog as reach_catalog
 from kafkamc.invariants.suite import InvariantSuite
@@ -24,7 +26,7 @@ SCHEMA = "kafkamc.trace/4"
 _ACTIONS = {a.name: a.type for a in NEXT}
 _DESCRIBE = {a.type: a.describe for a in NEXT}
 _KEYS = ("schema", "config", "violation", "steps")  # the rest of a file's keys are kept in Trace.extra
-_VIOLATION_KEYS = {"invariant", "kind", "length", "explanation"}
+_VIOLATION_KEYS = {"invariant", "kind", "length", "explanation", "loop"}
 
 
 class TraceError(Exception):
@@ -110,6 +112,7 @@ class Trace:
     explanation: dict | None = None
     extra: dict = field(default_factory=dict)  # other top-level keys: "reached", "properties"
     property_file: PropertyFile | None = None  # where the invariant or reached property is declared
+    loop: int | None = None  # a liveness lasso: the step its cycle starts at (the last state equals it)
 
     @property
     def length(self) -> int:
@@ -131,6 +134,7 @@ class Trace:
                 "kind": self.kind,
                 "length": self.length,
                 "explanation": self.explanation,
+                **({} if self.loop is None else {"loop": self.loop}),
             },
             "steps": [{"action": action_to_json(a), "state": to_jsonable(s)} for a, s in self.steps],
             **self.extra,
@@ -166,6 +170,7 @@ def load(path: str | Path, properties: PropertyFile | None = None) -> Trace:
         explanation if isinstance(explanation, dict) else None,
         extra,
         properties,
+        violation.get("loop"),
     )
 
 
@@ -245,6 +250,17 @@ def _claim(data: dict, extra: dict, cfg: Config, length: int, properties: Proper
     if not isinstance(violation, dict) or not {"invariant", "kind", "length"} <= set(violation) <= _VIOLATION_KEYS:
         raise TraceError("malformed: violation must be null or an object with invariant, kind and length")
     name, kind, claimed = violation["invariant"], violation["kind"], violation["length"]
+    if type(claimed) is not int or claimed != length:
+        raise TraceError(f"violation.length is {json.dumps(claimed)}, but the trace has {length} steps")
+    if is_liveness(name):
+        loop = violation.get("loop")
+        if kind != "liveness":
+            raise TraceError(f'violation.kind is {json.dumps(kind)}, but {name} has kind "liveness"')
+        if type(loop) is not int or not 0 <= loop <= length:
+            raise TraceError(f"violation.loop must be a step number from 0 to {length}, not {json.dumps(loop)}")
+        return violation
+    if "loop" in violation:
+        raise TraceError(f"violation.loop is only for a liveness property; {name} is not one")
     inv = next((i for i in invariants if i.name == name), None)
     if inv is None:
         raise TraceError(
@@ -252,8 +268,6 @@ def _claim(data: dict, extra: dict, cfg: Config, length: int, properties: Proper
         )
     if kind != inv.kind:
         raise TraceError(f'violation.kind is {json.dumps(kind)}, but {name} has kind "{inv.kind}"')
-    if type(claimed) is not int or claimed != length:
-        raise TraceError(f"violation.length is {json.dumps(claimed)}, but the trace has {length} steps")
     return violation
 
 
@@ -311,6 +325,10 @@ def check_claim(trace: Trace) -> str | None:
         return None
     last = trace.steps[-1][1]
     before = trace.steps[-2][1] if len(trace.steps) > 1 else None
+    if trace.loop is not None:
+        assert trace.invariant is not None
+        problem = lasso_problem(trace.config, trace.invariant, trace.steps, trace.loop)
+        return None if problem is None else f"the lasso is no counterexample: {problem}"
     if trace.invariant is None:
         assert reached is not None
         suite = InvariantSuite(trace.config, [], trace.property_file)
