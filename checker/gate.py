@@ -3,6 +3,7 @@
 A gate file is TOML. Optional `[defaults]` apply to every entry; each `[[check]]` names a
 configuration and its expectation: `expect = "holds"`, or `violates = "<invariant>"` for a
 configuration known to be unsafe (a guard against a model that has become vacuous).
+`liveness = true` also checks the liveness properties; `violates` may name one.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from pathlib import Path
 from kafkamc.checker.explorer import Limits
 from kafkamc.checker.run import CheckRun, run_check
 from kafkamc.invariants.catalog import INVARIANTS
+from kafkamc.invariants.liveness import CATALOG as LIVENESS
+from kafkamc.invariants.liveness import is_liveness
 from kafkamc.spec.config import BY_SETTING, Config, ConfigError, bound_settings
 from kafkamc.spec.protocol import ProtocolError, preset
 from kafkamc.traces.html import write as write_html
@@ -30,7 +33,7 @@ class GateError(ValueError):
 # Bounds by their setting or a former name of it (max_crashes, ...): gate files written for
 # the previous release still run, with a warning.
 CONFIG_KEYS = ({f.name for f in fields(Config)} - {"protocol", "track_down", "limits"}) | set(BY_SETTING)
-ENTRY_KEYS = CONFIG_KEYS | {"name", "protocol", "rules", "elr", "expect", "violates", "time_limit"}
+ENTRY_KEYS = CONFIG_KEYS | {"name", "protocol", "rules", "elr", "expect", "violates", "time_limit", "liveness"}
 
 
 @dataclass
@@ -40,6 +43,7 @@ class Entry:
     expect: str  # "holds" or "violates"
     invariant: str | None = None  # for "violates"
     time_limit: float | None = None
+    liveness: bool = False  # also check the liveness properties
 
 
 @dataclass
@@ -95,15 +99,23 @@ def _entry(raw: dict, defaults: dict, index: int) -> Entry:
         raise GateError(f'{where}: expect must be "holds" (got {data["expect"]!r})')
     invariant = None
     if "violates" in data:
-        known = {inv.name.lower(): inv.name for inv in INVARIANTS}
+        known = {inv.name.lower(): inv.name for inv in INVARIANTS + LIVENESS}
         invariant = known.get(str(data["violates"]).lower())
         if invariant is None:
             raise GateError(f"{where}: unknown invariant {data['violates']!r}; `kafkamc invariants` lists them")
+    liveness = data.get("liveness", False)
+    if not isinstance(liveness, bool):
+        raise GateError(f"{where}: liveness must be true or false (got {liveness!r})")
     limit = data.get("time_limit")
     if limit is not None and not (isinstance(limit, int | float) and math.isfinite(limit) and limit > 0):
         raise GateError(f"{where}: time_limit must be a positive number of seconds (got {limit!r})")
     return Entry(
-        name, cfg, "holds" if invariant is None else "violates", invariant, float(limit) if limit is not None else None
+        name,
+        cfg,
+        "holds" if invariant is None else "violates",
+        invariant,
+        float(limit) if limit is not None else None,
+        liveness or (invariant is not None and is_liveness(invariant)),
     )
 
 
@@ -147,11 +159,13 @@ def run_entry(entry: Entry, out_dir: Path | None = None) -> Outcome:
     limits = Limits(time_limit=entry.time_limit)
     invariants = [entry.invariant] if entry.expect == "violates" else None
     start = time.monotonic()
-    run = run_check(entry.config, limits=limits, invariants=invariants)
+    run = run_check(entry.config, limits=limits, invariants=invariants, liveness=entry.liveness)
     seconds = time.monotonic() - start
     r = run.result
     if r.violation is not None:
-        got = f"violates {r.violation.invariant} ({r.violation.length} steps)"
+        v = r.violation
+        shape = f"lasso of {v.length} steps, cycle from step {v.loop}" if v.loop is not None else f"{v.length} steps"
+        got = f"violates {v.invariant} ({shape})"
     else:
         got = r.verdict if r.verdict != "incomplete" else f"incomplete ({r.stop_reason})"
     ok = (

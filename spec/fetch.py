@@ -139,7 +139,7 @@ def handle_fetch_response(cfg: Config, state: State, a: Fetch, resp: FetchRespon
     fol = state.broker(a.follower)
     if resp.diverging is not None:
         offset, _done = truncation_offset(fol.cache, fol.leo, fol.hw, *resp.diverging)
-        log, cache = truncate(fol.log, fol.cache, offset)
+        log, cache = truncate(fol.log, fol.cache, offset, cfg.rule("epoch_cache_truncation") == "at_log_end")
         fol = replace(fol, log=log, cache=cache, hw=min(fol.hw, len(log)), stalled=False)
     else:
         log, cache = append(fol.log, fol.cache, resp.records)
@@ -171,7 +171,7 @@ def offsets_for_leader_epoch(cfg: Config, state: State, a: OffsetsForLeaderEpoch
         offset, done = min(fol.hw, fol.leo), True  # no epoch to ask about: fall back to the HW
     else:
         offset, done = min(end, fol.leo), True
-    log, cache = truncate(fol.log, fol.cache, offset)
+    log, cache = truncate(fol.log, fol.cache, offset, cfg.rule("epoch_cache_truncation") == "at_log_end")
     fol = replace(fol, log=log, cache=cache, hw=min(fol.hw, len(log)), truncating=not done)
     return state.with_broker(f, fol)
 

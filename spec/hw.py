@@ -37,6 +37,11 @@ def waits_for_joining(cfg: Config, state: State, br: Broker, f: int) -> bool:
     rule = cfg.rule("hw_joining_replica")
     if rule == "ignore" or br.views[f - 1] < br.hw or state.is_stalled(f):
         return False
+    if rule == "wait" and not state.broker(f).alive:
+        # A follower that is down fetches no more: its last fetch ages past
+        # replica.lag.time.max.ms and it stops counting (the model has no clock: at once). Under
+        # wait_eligible the controller fences it first (broker.session.timeout.ms is the shorter).
+        return False
     if rule == "wait_eligible":
         c = state.controller
         if not c.active & bit(f):  # fenced, or in controlled shutdown (isBrokerShuttingDown)

@@ -25,9 +25,13 @@ def append(log: tuple, cache: tuple, records: tuple) -> tuple[tuple, tuple]:
     return log, cache
 
 
-def truncate(log: tuple, cache: tuple, offset: int) -> tuple[tuple, tuple]:
-    """Drop every record at or above `offset` (truncateTo / truncateFromEnd)."""
+def truncate(log: tuple, cache: tuple, offset: int, cache_at_end: bool = False) -> tuple[tuple, tuple]:
+    """Drop every record at or above `offset` (UnifiedLog.truncateTo / truncateFromEnd). At or
+    past the log end the log stays; with cache_at_end the leader-epoch cache still loses the
+    entries that start at the log end (an epoch this replica led without appending: KAFKA-10706)."""
     if offset >= len(log):
+        if cache_at_end and cache and cache[-1][1] >= len(log):
+            return log, tuple(e for e in cache if e[1] < len(log))
         return log, cache
     return log[:offset], tuple(e for e in cache if e[1] < offset)
 

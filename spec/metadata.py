@@ -92,7 +92,8 @@ def become_follower(cfg: Config, state: State, b: int) -> State:
         return state.with_broker(b, br)  # before KAFKA-7164: same leader, new epoch, no truncation
     rule = cfg.rule("truncation")
     if rule == "hw":
-        log, cache = truncate(br.log, br.cache, br.hw)  # before KIP-101: back to our own HW
+        at_end = cfg.rule("epoch_cache_truncation") == "at_log_end"
+        log, cache = truncate(br.log, br.cache, br.hw, at_end)  # before KIP-101: back to our own HW
         br = replace(br, log=log, cache=cache)
     elif rule in ("leader_epoch", "leader_epoch_kip279"):
         br = replace(br, truncating=True)  # ask OffsetsForLeaderEpoch first

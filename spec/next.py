@@ -49,6 +49,7 @@ class Action:
     # client's or operator's choice, which may never come; "fault", which also happens only
     # finitely often, so no cycle of a lasso takes it.
     fairness: str = "weak"
+    rare: bool = False  # enabled only in corners most bounds never reach: no warning when it never fires
     describe: Callable[[Any], str] = describe
 
     @property
@@ -67,6 +68,7 @@ _STOPS = (*_DEAD, cs.CONTROLLED_SHUTDOWNS)  # a broker can only restart after on
 NEXT: tuple[Action, ...] = (
     Action(lc.BrokerRestart, lc.restart_candidates, lc.broker_restart, enabled_by=_STOPS, fairness="none"),
     Action(pr.Produce, pr.produce_candidates, pr.produce, bounds=(pr.RECORDS,), fairness="none"),
+    Action(pr.ProduceRetry, pr.retry_candidates, pr.produce_retry, enabled_by=(pr.RECORDS,), rare=True),
     Action(
         ap.AlterPartition,
         ap.alter_partition_candidates,

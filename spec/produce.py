@@ -54,3 +54,29 @@ def produce(cfg: Config, state: State, a: Produce) -> State | None:
         br = replace(br, purgatory=br.purgatory + ((offset, a.record, brokers_down(cfg, state)),))
     nxt = replace(state.with_broker(b, br), ghost=ghost, budget=state.budget.spend(RECORDS.name))
     return advance_leader_hw(cfg, nxt, b)
+
+
+@dataclass(frozen=True)
+class ProduceRetry:
+    """The producer retries an acks=all request that timed out in purgatory (request.timeout.ms;
+    retries until delivery.timeout.ms, KIP-91). The idempotent producer's duplicate is not
+    appended again, but Partition.appendRecordsToLeader still runs maybeIncrementLeaderHW. That
+    matters when no other event recomputes the HW: a follower about to join held it back and
+    was then fenced (Kafka recomputes the HW only on a fetch, an append, an ISR change or
+    becoming leader). Only a retry that moves the HW is a step; the rest change nothing."""
+
+    leader: int
+
+
+def retry_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
+    if br.alive and br.leader == b and br.purgatory:
+        return (ProduceRetry(b),)
+    return ()
+
+
+def produce_retry(cfg: Config, state: State, a: ProduceRetry) -> State | None:
+    b = a.leader
+    if not state.leads(b) or not state.broker(b).purgatory:
+        return None
+    nxt = advance_leader_hw(cfg, state, b)
+    return None if nxt is state else nxt

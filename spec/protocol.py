@@ -43,6 +43,14 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule(
+        "epoch_cache_truncation",
+        ("log_only", "at_log_end"),
+        "what a follower's truncation to an offset at or past its log end does: nothing, so a "
+        "follower that led an epoch without appending keeps that epoch's cache entry and sends "
+        "it with every fetch; or drop the cache entries from the log end on (UnifiedLog.truncateTo)",
+        (("at_log_end", "2.8.0", "KAFKA-10706"),),
+    ),
+    Rule(
         "leader_epoch_cache",
         ("on_append", "on_election"),
         "when a new leader records its epoch in its leader-epoch cache: at its first append "
@@ -145,6 +153,7 @@ class Protocol:
 
     isr_lag: str = "time"
     truncation: str = "diverging_epoch"
+    epoch_cache_truncation: str = "at_log_end"
     leader_epoch_cache: str = "on_election"
     truncate_on: str = "epoch_change"
     fetch_fencing: str = "current_leader_epoch"

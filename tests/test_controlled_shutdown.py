@@ -92,7 +92,7 @@ def test_engines_agree_and_the_summary_counts_the_new_actions():
     assert (fast.verdict, fast.distinct_states, fast.depth) == ("holds", PINNED_STATES, PINNED_DEPTH)
 
 
-PINNED_STATES, PINNED_DEPTH = 2010, 18
+PINNED_STATES, PINNED_DEPTH = 2070, 20
 
 
 def test_trace_views_show_the_shutdown(tmp_path):

@@ -63,7 +63,7 @@ def test_engines_agree_and_the_action_changes_the_search():
     without = explore(FastModel(dc_replace(CFG, max_leader_elections=0)), InvariantSuite(CFG))
     assert "ElectLeaders" not in without.coverage
     assert without.distinct_states < fast.distinct_states
-    assert (fast.verdict, fast.distinct_states, without.distinct_states) == ("holds", 1852, 1118)
+    assert (fast.verdict, fast.distinct_states, without.distinct_states) == ("holds", 1908, 1118)
 
 
 def test_trace_describes_it_and_the_flag_exists():

@@ -79,7 +79,7 @@ def test_shipped_gate_passes(kafkamc_cli, tmp_path):
     shipped = Path(__file__).parent / "gate" / "kafka.toml"
     p = kafkamc_cli("gate", shipped, "--junit", tmp_path / "junit.xml")
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "14/14 expectations met" in p.stdout
+    assert "16/16 expectations met" in p.stdout
     for name in ("recommended-rf3-minisr2-two-records", "rf3-minisr2-shutdown-and-hard-crash-no-shrink"):
         assert f"ok      {name}  " in p.stdout  # piped: one whole line per check
 
@@ -173,7 +173,7 @@ def test_gate_piped_prints_whole_names(tmp_path, kafkamc_cli):
             line.endswith("rf=1 minisr=1 isr_join_broker_epoch=unchecked max_hard_crashes=0 max_records=1")
             for line in lines
         )
-        == 14
+        == 16
     )
 
 

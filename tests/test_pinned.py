@@ -27,7 +27,7 @@ HOLDS = [
     (dict(rf=1, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1), 15, 5),
     (dict(rf=2, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1), 3666, 22),
     (dict(rf=2, minisr=2), 8688, 22),
-    (dict(rf=2, minisr=2, max_records=1, max_clean_shutdowns=2, max_hard_crashes=0, max_isr_shrinks=1), 4748, 22),
+    (dict(rf=2, minisr=2, max_records=1, max_clean_shutdowns=2, max_hard_crashes=0, max_isr_shrinks=1), 4802, 22),
     pytest.param(dict(rf=3, minisr=2, max_records=1), 51706, 24, marks=pytest.mark.slow),
     pytest.param(
         dict(rf=2, minisr=2, max_records=1, max_clean_shutdowns=1, max_hard_crashes=0, max_fences=1),

@@ -1,0 +1,262 @@
+"""Liveness: the graph, fair components, lassos (exact paths), the reference graph, the CLI.
+
+The unavailable configuration (ELR on, unclean off, the only eligible replica down while
+another broker is up), the available one (unclean on), and two bugs from Kafka's history
+(KAFKA-10706 and KAFKA-1546's rule) are pinned here with their lassos.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+
+import networkx as nx
+import pytest
+from helpers import run_kafkamc
+from kafkamc.checker.fast import FastModel
+from kafkamc.checker.liveness import (
+    FAULT,
+    STRONG,
+    WEAK,
+    Graph,
+    ReferenceGraph,
+    build_graph,
+    check_liveness,
+    components,
+    fair_components,
+    symmetry_for_liveness,
+)
+from kafkamc.invariants.lasso import lasso_problem
+from kafkamc.invariants.liveness import CATALOG, LivenessSuite
+from kafkamc.spec.config import Config
+from kafkamc.spec.next import NEXT, describe
+from kafkamc.spec.protocol import PRESETS
+
+SMALL = dict(rf=2, minisr=1, max_records=1)
+PROMISES = [p.name for p in CATALOG if p.tier == "promise"]
+
+# ELR on, unclean off: follower 2 stalls and is shrunk away, leader 1 (the last ISR member)
+# crashes for good and is fenced into the ELR; broker 2 is up but not eligible, so the
+# partition stays offline: a state where no fair step is enabled, forever.
+ELR_OFFLINE = [
+    "ReplicaStall(follower=2)",
+    "AlterPartition(leader=1, isr=(1,))",
+    "BrokerCrash(broker=1, keep=0)",
+    "BrokerSessionTimeout(broker=1)",
+    "MetadataUpdate(broker=2)",
+]
+
+# KAFKA-10706 (before 2.8.0): broker 2 led epoch 2 without appending, so its cache ends with
+# epoch 2 at its log end; truncating at the log end kept it, and every fetch names epoch 2,
+# diverges and truncates to the same place: the follower never rejoins the ISR.
+KAFKA_10706 = [
+    "Produce(leader=1, record=1)",
+    "ControllerFenceBroker(broker=1)",
+    "BrokerHeartbeat(broker=1)",
+    "Fetch(follower=2, leader=1)",
+    "MetadataUpdate(broker=1)",
+    "MetadataUpdate(broker=2)",
+    "Fetch(follower=1, leader=2)",
+    "AlterPartition(leader=2, isr=(1, 2))",
+    "BrokerCrash(broker=2, keep=1)",
+    "BrokerSessionTimeout(broker=2)",
+    "MetadataUpdate(broker=1)",
+    "BrokerRestart(broker=2)",
+    "Fetch(follower=2, leader=1)",
+]
+
+
+def _check(names=None, reference=False, **kw):
+    cfg = symmetry_for_liveness(Config(**kw).validated())
+    model = ReferenceGraph(cfg) if reference else FastModel(cfg)
+    return cfg, check_liveness(model, LivenessSuite(cfg, names))
+
+
+def _actions(violation) -> list[str]:
+    return [describe(a) for a, _ in violation.trace[1:]]
+
+
+# ------------------------------------------------------------------ fairness on toy graphs
+
+
+def _toy(edges: dict, classes: dict, n: int) -> Graph:
+    """A hand-made graph: edges {node: [(target, label), ...]}, classes {label: class}."""
+    offsets, targets, labels = array("Q", [0]), array("I"), array("I")
+    for v in range(n):
+        for t, lab in edges.get(v, []):
+            targets.append(t)
+            labels.append(lab)
+        offsets.append(len(targets))
+    cls = bytearray(classes[i] for i in range(len(classes)))
+    return Graph(offsets, targets, labels, [0] * n, [(0, 0)], list(range(len(classes))), cls)
+
+
+def test_weak_fairness_rejects_a_cycle_that_starves_an_action_enabled_throughout():
+    # 0 <-> 1 by label 0; label 1 (weak) is enabled in both and leaves to 2.
+    g = _toy({0: [(1, 0), (2, 1)], 1: [(0, 0), (2, 1)]}, {0: WEAK, 1: WEAK}, 3)
+    assert fair_components(g, bytearray([1, 1, 0])) == []
+    # Enabled in state 0 only: a cycle visiting 1 is fair.
+    g = _toy({0: [(1, 0), (2, 1)], 1: [(0, 0)]}, {0: WEAK, 1: WEAK}, 3)
+    assert fair_components(g, bytearray([1, 1, 0])) == [{0, 1}]
+
+
+def test_strong_fairness_removes_the_states_where_a_starved_action_is_enabled():
+    # 0 <-> 1 <-> 2 by weak label 0; strong label 1 is enabled in 0 only and leaves. The fair
+    # part is {1, 2}: a behaviour that stops visiting 0.
+    e = {0: [(1, 0), (3, 1)], 1: [(0, 0), (2, 0)], 2: [(1, 0)]}
+    g = _toy(e, {0: WEAK, 1: STRONG}, 4)
+    assert fair_components(g, bytearray([1, 1, 1, 0])) == [{1, 2}]
+
+
+def test_a_state_with_no_fair_step_stutters_and_a_fault_closes_no_cycle():
+    g = _toy({0: [(1, 0)], 1: [(0, 1)]}, {0: WEAK, 1: FAULT}, 2)
+    # No cycle without the fault: 0 has a weak step enabled (unfair to stay), 1 has none.
+    assert fair_components(g, bytearray([1, 1])) == [{1}]
+
+
+def test_tarjan_agrees_with_networkx_on_a_real_graph():
+    cfg = Config(**SMALL, max_fences=1).validated()
+    suite = LivenessSuite(cfg)
+    g, stop = build_graph(FastModel(cfg), suite)
+    assert stop is None
+    inside = bytearray(1 if p & 2 == 0 else 0 for p in g.preds)  # EventuallyLeader's goal false
+    d = nx.DiGraph()
+    d.add_nodes_from(v for v in range(g.nodes) if inside[v])
+    for v in range(g.nodes):
+        for e in range(g.offsets[v], g.offsets[v + 1]):
+            if inside[v] and inside[g.targets[e]] and g.classes[g.labels[e]] != FAULT:
+                d.add_edge(v, g.targets[e])
+    ours = sorted(sorted(c) for c in components(g, inside))
+    theirs = sorted(sorted(c) for c in nx.strongly_connected_components(d))
+    assert ours == theirs and len(ours) > 1
+
+
+# ------------------------------------------------------------------ engines and pinned results
+
+
+@pytest.mark.parametrize("kw", [SMALL, dict(SMALL, max_fences=1), dict(SMALL, unclean=True, max_records=2)])
+def test_the_fast_graph_equals_the_reference_graph(kw):
+    _, fast = _check(PROMISES + ["EventuallyAvailable"], **kw)
+    _, ref = _check(PROMISES + ["EventuallyAvailable"], reference=True, **kw)
+    assert (fast.result.distinct_states, fast.edges) == (ref.result.distinct_states, ref.edges)
+    assert fast.verdicts == ref.verdicts
+    if ref.result.violation is not None:
+        assert _actions(fast.result.violation) == _actions(ref.result.violation)
+
+
+def test_every_promise_holds_on_a_small_newest_configuration_with_pinned_graph():
+    _, r = _check(None, **SMALL)
+    assert r.result.verdict == "holds"
+    assert set(r.verdicts.values()) == {"holds"} and list(r.verdicts) == PROMISES
+    assert (r.result.distinct_states, r.edges) == (1533, 3962)
+
+
+def test_symmetry_changes_no_verdict_and_a_broker_pool_turns_it_off():
+    kw = dict(SMALL, max_fences=1)
+    _, on = _check(PROMISES, **kw)
+    _, off = _check(PROMISES, **kw, symmetry=False)
+    assert on.verdicts == off.verdicts and off.result.distinct_states > on.result.distinct_states
+    pooled = symmetry_for_liveness(Config(rf=2, minisr=1, max_records=1, broker_count=3).validated())
+    assert pooled.symmetry is False
+
+
+def test_elr_without_unclean_election_can_stay_offline_with_a_live_broker():
+    cfg, r = _check(["EventuallyAvailable"], **SMALL)
+    v = r.result.violation
+    assert (r.result.verdict, v.kind, v.loop) == ("violated", "liveness", 5)
+    assert _actions(v) == ELR_OFFLINE
+    assert lasso_problem(cfg, "EventuallyAvailable", v.trace, v.loop) is None
+    # KIP-966's own promise holds there: no ISR or ELR member is up.
+    assert _check(["EventuallyLeader"], **SMALL)[1].result.verdict == "holds"
+
+
+def test_unclean_election_keeps_the_partition_available():
+    _, r = _check(["EventuallyAvailable"], **SMALL, unclean=True)
+    assert r.result.verdict == "holds"
+
+
+def test_kafka_10706_follower_never_rejoins_under_the_old_rule():
+    old = PRESETS["4.1.0"].with_rules(epoch_cache_truncation="log_only")
+    cfg, r = _check(["FollowerEventuallyInSync"], **SMALL, max_fences=1, protocol=old)
+    v = r.result.violation
+    assert (v.invariant, v.loop) == ("FollowerEventuallyInSync", 12)
+    assert _actions(v) == KAFKA_10706
+    assert v.trace[-1][1] == v.trace[12][1]
+    assert lasso_problem(cfg, v.invariant, v.trace, v.loop) is None
+    assert _check(["FollowerEventuallyInSync"], **SMALL, max_fences=1)[1].result.verdict == "holds"
+
+
+def test_a_lasso_that_is_not_one_is_refused_with_the_reason():
+    cfg, r = _check(
+        ["FollowerEventuallyInSync"],
+        **SMALL,
+        max_fences=1,
+        protocol=PRESETS["4.1.0"].with_rules(epoch_cache_truncation="log_only"),
+    )
+    v = r.result.violation
+    assert "does not close" in lasso_problem(cfg, v.invariant, v.trace, 11)
+    assert "outside" in lasso_problem(cfg, v.invariant, v.trace, 99)
+    # A stutter at a state where the follower's fetch is enabled is not fair.
+    assert "not fair" in lasso_problem(cfg, v.invariant, v.trace, len(v.trace) - 1)
+    assert "does not violate" in lasso_problem(cfg, "EventuallyLeader", v.trace, v.loop)
+
+
+def test_faults_are_never_fair_and_every_action_declares_its_fairness():
+    classes = {a.name: a.fairness for a in NEXT}
+    assert {classes[n] for n in ("BrokerCrash", "ControllerFenceBroker", "ReplicaStall")} == {"fault"}
+    assert classes["AlterPartition"] == "strong" and classes["Fetch"] == "weak"
+    assert set(classes.values()) <= {"weak", "strong", "none", "fault"}
+
+
+# ------------------------------------------------------------------ the command line
+
+
+def test_check_liveness_json_and_exit_status(tmp_path):
+    p = run_kafkamc("check", "--rf", "2", "--minisr", "2", "--max-records", "1", "--liveness", "--json", "--quiet")
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout)
+    assert s["verdict"] == "holds" and s["liveness"]["verdicts"] == dict.fromkeys(PROMISES, "holds")
+    assert (s["liveness"]["states"], s["liveness"]["edges"], s["liveness"]["symmetry"]) == (2075, 5422, True)
+    out = tmp_path / "lasso.json"
+    args = ["--rf", "2", "--minisr", "1", "--max-records", "1", "--invariant", "EventuallyAvailable"]
+    p = run_kafkamc("check", *args, "--json", "--quiet", "--trace-out", out)
+    assert p.returncode == 1, p.stderr
+    v = json.loads(p.stdout)["violation"]
+    assert (v["invariant"], v["kind"], v["length"], v["loop"], v["actions"]) == (
+        "EventuallyAvailable",
+        "liveness",
+        5,
+        5,
+        ELR_OFFLINE,
+    )
+    p = run_kafkamc("trace", "replay", out)
+    assert p.returncode == 0 and "may stay forever (no fair step is enabled)" in p.stdout
+    data = json.loads(out.read_text())
+    data["violation"]["loop"] = 2
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    p = run_kafkamc("trace", "replay", tmp_path / "bad.json")
+    assert p.returncode == 1 and "the cycle does not close" in p.stdout
+    data["violation"]["loop"] = "x"
+    (tmp_path / "worse.json").write_text(json.dumps(data))
+    p = run_kafkamc("trace", "replay", tmp_path / "worse.json")
+    assert p.returncode == 2 and "violation.loop must be a step number" in p.stderr
+
+
+def test_check_prints_the_lasso_shape_and_the_fairness(tmp_path):
+    p = run_kafkamc(
+        "check",
+        "--rf",
+        "2",
+        "--minisr",
+        "1",
+        "--max-records",
+        "1",
+        "--invariant",
+        "EventuallyAvailable",
+        "--quiet",
+        "--trace-out",
+        tmp_path / "t.json",
+    )
+    assert p.returncode == 1
+    assert "violated: EventuallyAvailable never happens: a lasso of 5 steps to a state that stays forever" in p.stdout
+    assert "liveness: EventuallyAvailable violated" in p.stdout and "fairness: weak fairness" in p.stdout
