@@ -308,13 +308,49 @@ def durability(max_rf, era, as_json):
     for col in (
         "RF",
         "min ISR",
-        "keeps accepting acks=all writes through the loss of k brokers",
+        "eventually answers every acks=all write with k brokers down for good (liveness)",
         "loses no acknowledged write through the loss of k brokers",
         "seed table (writes / no loss)",
     ):
         table.add_column(col)
     for c in cells:
         table.add_row(str(c.rf), str(c.minisr), str(c.writes), str(c.durable), f"{c.seed_writes} / {c.seed_durable}")
+    make_console().print(table)
+    return EXIT_HOLDS
+
+
+@cli.command("tradeoff")
+@click.option(
+    "--max-rf",
+    type=click.IntRange(2, 3),
+    default=2,
+    show_default=True,
+    help="compute rows for RF 2 up to this (RF 3 takes about twenty minutes)",
+)
+@click.option("--json", "as_json", is_flag=True, help="print the cells as JSON")
+def tradeoff(max_rf, as_json):
+    """Compute KIP-966's trade-off: can the partition stay offline with a replica up, can
+    committed data be lost, per RF x min ISR with ELR and unclean election on and off."""
+    from kafkamc.checker.tradeoff import tradeoff_table
+    from rich.table import Table
+
+    console = make_console(stderr=True)
+    yes_no = {True: "yes", False: "no", None: "undecided"}
+
+    def show(c):
+        if not as_json:
+            console.print(f"{c.flags()}: offline {yes_no[c.offline]}, loses {yes_no[c.loses]} ({c.states:,} states)")
+
+    cells = tradeoff_table(rfs=tuple(range(2, max_rf + 1)), on_cell=show)
+    if as_json:
+        click.echo(json.dumps([c.to_dict() for c in cells], indent=1))
+        return EXIT_HOLDS
+    table = Table(title="KIP-966 trade-off, computed (protocol " + NEWEST + ", ELR rule switched)")
+    for col in ("RF", "min ISR", "ELR", "unclean", "offline forever with a replica up", "committed data lost"):
+        table.add_column(col)
+    for c in cells:
+        on = {True: "on", False: "off"}
+        table.add_row(str(c.rf), str(c.minisr), on[c.elr], on[c.unclean], yes_no[c.offline], yes_no[c.loses])
     make_console().print(table)
     return EXIT_HOLDS
 

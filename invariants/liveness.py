@@ -104,6 +104,16 @@ def follower_eventually_in_sync(cfg: Config, V: View) -> list[Obligation]:
     return out
 
 
+def eventually_writable(cfg: Config, V: View) -> list[Obligation]:
+    # A leader that would take an acks=all write (an ISR of at least min.insync.replicas,
+    # Partition.appendRecordsToLeader) and holds none unanswered.
+    size = z3.Sum([z3.If(V.in_isr[b], 1, 0) for b in cfg.brokers])
+    writable = z3.Or(
+        [z3.And(V.true_leader_is(b), size >= cfg.effective_minisr, V.waiting[b] == 0) for b in cfg.brokers]
+    )
+    return [Obligation("", z3.Not(writable), writable, z3.BoolVal(True))]
+
+
 def recovering_eventually_clears(cfg: Config, V: View) -> list[Obligation]:
     # The leader marks the partition RECOVERED in its own state (Partition.makeLeader); the
     # controller learns it only from the leader's next AlterPartition, which needs a follower
@@ -160,6 +170,14 @@ CATALOG: tuple[Liveness, ...] = (
         "a broker in controlled shutdown is eventually let go",
         "KIP-631, BrokerHeartbeatManager (shouldShutDown)",
         shutdown_eventually_completes,
+    ),
+    Liveness(
+        "EventuallyWritable",
+        "trade-off",
+        "the partition eventually has a leader that accepts acks=all writes and answers them "
+        "(what the durability table's writes column measures with brokers down for good)",
+        "Partition.appendRecordsToLeader (NOT_ENOUGH_REPLICAS), DelayedProduce",
+        eventually_writable,
     ),
     Liveness(
         "EventuallyAvailable",

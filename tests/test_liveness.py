@@ -260,3 +260,21 @@ def test_check_prints_the_lasso_shape_and_the_fairness(tmp_path):
     assert p.returncode == 1
     assert "violated: EventuallyAvailable never happens: a lasso of 5 steps to a state that stays forever" in p.stdout
     assert "liveness: EventuallyAvailable violated" in p.stdout and "fairness: weak fairness" in p.stdout
+
+
+@pytest.mark.slow
+def test_the_tradeoff_table_shows_what_elr_buys_and_costs():
+    p = run_kafkamc("tradeoff", "--json")
+    assert p.returncode == 0, p.stderr
+    cells = {(c["rf"], c["minisr"], c["elr"], c["unclean"]): (c["offline"], c["loses"]) for c in json.loads(p.stdout)}
+    # (offline forever with a replica up, committed data lost); ELR off, then on; unclean off, then on.
+    assert cells == {
+        (2, 1, False, False): (True, True),
+        (2, 1, False, True): (False, True),
+        (2, 1, True, False): (True, True),
+        (2, 1, True, True): (False, True),
+        (2, 2, False, False): (True, True),
+        (2, 2, False, True): (False, True),
+        (2, 2, True, False): (True, False),  # KIP-966: durable, at the price of availability
+        (2, 2, True, True): (False, True),
+    }
