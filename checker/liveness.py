@@ -260,19 +260,26 @@ class Lasso:
     cycle: list  # successor indices around the cycle (empty: the state stutters forever)
 
 
-def find_lasso(g: Graph, k: int) -> Lasso | None:
-    """A shortest-stem lasso violating obligation k, or None when it holds."""
+def find_lasso(g: Graph, k: int, form: str = "leads_to") -> Lasso | None:
+    """A shortest-stem lasso violating obligation k, or None when it holds. For the "stays"
+    form the cycle keeps `hold` and passes a state where the goal fails; the stem ends there."""
     trig, goal, hold = 1 << 3 * k, 1 << 3 * k + 1, 1 << 3 * k + 2
     preds = g.preds
-    inside = bytearray(1 if p & hold and not p & goal else 0 for p in preds)
+    stays = form == "stays"
+    inside = bytearray(1 if p & hold and (stays or not p & goal) else 0 for p in preds)
     fair = bytearray(g.nodes)
     comps: dict = {}  # node -> its fair component's nodes
     for member in fair_components(g, inside):
+        if stays and all(preds[v] & goal for v in member):
+            continue
         for v in member:
-            fair[v] = 1
+            if not (stays and preds[v] & goal):
+                fair[v] = 1
             comps[v] = member
     if not comps:
         return None
+    if stays:  # any state may start the obligation: the goal must hold for good
+        goal = 0
     # Breadth-first over (node, phase): phase 1 once a trigger state was passed with the goal
     # false, after which only goal-false states may follow; the first fair node in phase 1 ends
     # the shortest stem.
@@ -459,7 +466,7 @@ def check_liveness(model, suite: LivenessSuite, limits: Limits = Limits(), progr
         for k, (prop, _) in enumerate(suite.obligations):
             if report.verdicts.get(prop.name) == "violated":
                 continue
-            lasso = find_lasso(g, k)
+            lasso = find_lasso(g, k, prop.form)
             if lasso is None:
                 report.verdicts.setdefault(prop.name, "holds")
                 continue

@@ -35,6 +35,7 @@ CONFIG_OPTION_NAMES = (
     *(b.setting for b in BOUNDS),
     *(a for b in BOUNDS for a in b.alias_settings),
     "symmetry",
+    "log_retention",
 )
 
 
@@ -82,6 +83,13 @@ _CONFIG_OPTIONS = (
     ),
     click.option("--elr/--no-elr", default=None, help="eligible leader replicas, KIP-966 (default: as the protocol)"),
     *(option for b in BOUNDS for option in _bound(b)),
+    click.option(
+        "--log-retention",
+        is_flag=True,
+        default=False,
+        help="retention deletes the oldest record once every replica has committed it, so producers "
+        "may write forever within --max-records (for liveness: KAFKA-1546)",
+    ),
     click.option(
         "--symmetry/--no-symmetry",
         default=DEFAULTS.symmetry,

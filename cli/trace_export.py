@@ -96,7 +96,8 @@ def register(cli_group, trace_group) -> None:
             click.echo(text, nl=False)
         else:
             _write_text(output, text)
-            click.echo(f"wrote {len(t.steps)} states ({t.length} steps) to {output}", err=True)
+            lasso = "" if t.loop is None else f", a lasso looping from state {t.loop}"
+            click.echo(f"wrote {len(t.steps)} states ({t.length} steps{lasso}) to {output}", err=True)
         return EXIT_HOLDS
 
     @trace_group.command("dot")

@@ -43,8 +43,13 @@ def lasso_problem(cfg: Config, name: str, steps: list, loop: int) -> str | None:
     if starved:
         return f"the cycle is not fair: it never takes {starved[0]}, which stays enabled"
     suite = LivenessSuite(cfg, [name])
-    for i in range(len(suite.obligations)):
+    for i, (prop, _) in enumerate(suite.obligations):
         values = [suite.confirm(i, s) for _, s in steps]
+        cycle_values = values[loop:]
+        if prop.form == "stays":
+            if all(v[2] for v in cycle_values) and not all(v[1] for v in cycle_values):
+                return None
+            continue
         goal_free_from = n + 1
         while goal_free_from > 0 and not values[goal_free_from - 1][1]:
             goal_free_from -= 1

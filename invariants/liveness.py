@@ -53,6 +53,9 @@ class Liveness:
     source: str  # the KIP, class or JIRA the promise comes from
     build: Callable[[Config, View], list[Obligation]]
     kind: str = "liveness"
+    # "leads_to": once triggered, the goal eventually holds; "stays": the goal eventually holds
+    # for good (violated by a fair cycle that keeps `hold` and leaves the goal somewhere).
+    form: str = "leads_to"
 
 
 def _active(V: View, b: int) -> z3.BoolRef:
@@ -114,6 +117,17 @@ def eventually_writable(cfg: Config, V: View) -> list[Obligation]:
     return [Obligation("", z3.Not(writable), writable, z3.BoolVal(True))]
 
 
+def follower_stays_in_sync(cfg: Config, V: View) -> list[Obligation]:
+    out = []
+    for f in cfg.brokers:
+        others = [b for b in cfg.brokers if b != f]
+        keeps_fetching = z3.And(_active(V, f), _has_leader(V, others))
+        out.append(
+            Obligation(f"broker {f}", z3.BoolVal(True), z3.Or(V.in_isr[f], z3.Not(V.replica[f])), keeps_fetching)
+        )
+    return out
+
+
 def recovering_eventually_clears(cfg: Config, V: View) -> list[Obligation]:
     # The leader marks the partition RECOVERED in its own state (Partition.makeLeader); the
     # controller learns it only from the leader's next AlterPartition, which needs a follower
@@ -156,6 +170,14 @@ CATALOG: tuple[Liveness, ...] = (
         "a live, unfenced follower of a partition with a leader eventually rejoins the ISR",
         "Partition.maybeExpandIsr, KIP-497 (AlterPartition)",
         follower_eventually_in_sync,
+    ),
+    Liveness(
+        "FollowerStaysInSync",
+        "promise",
+        "a live, unfenced follower that keeps fetching from a leader eventually stays in the ISR for good",
+        "KAFKA-1546 (replica.lag.time.max.ms replaced replica.lag.max.messages), Partition.maybeShrinkIsr",
+        follower_stays_in_sync,
+        form="stays",
     ),
     Liveness(
         "RecoveringEventuallyClears",

@@ -55,6 +55,10 @@ def may_drop(cfg: Config, state: State, br: Broker, f: int) -> bool:
 def may_join(cfg: Config, br: Broker, f: int) -> bool:
     """Whether follower f has caught up enough to rejoin the ISR (the isr_join rule)."""
     view = br.views[f - 1]
+    if cfg.rule("isr_lag") == "messages" and br.leo - view > LAG_MAX_MESSAGES:
+        # Kafka adds a follower only on its fetch, which refreshes the leader's view of it; a
+        # view the lag rule would drop again at once is one no fetch refreshed since the drop.
+        return False
     if cfg.rule("isr_join") == "hw_and_epoch_start":
         return view >= br.hw and view >= br.start
     return view >= br.hw
@@ -67,13 +71,14 @@ def alter_partition_candidates(cfg: Config, c: Controller, br: Broker, u: Budget
     if not br.alive or br.leader != b or br.pending or br.alter is not None:
         return []
     shrinks_left = cfg.allows(u, ISR_SHRINKS)
+    messages = cfg.rule("isr_lag") == "messages"
     current = members(br.isr)
     out = []
     for f in cfg.brokers:
         if f == b or f not in c.replicas and f not in current:  # only the assignment may join
             continue
         if f in current:
-            if shrinks_left and behind(br, f):
+            if (shrinks_left or messages) and behind(br, f):
                 out.append(AlterPartition(b, tuple(m for m in current if m != f)))
         elif may_join(cfg, br, f):
             out.append(AlterPartition(b, tuple(sorted(current + (f,)))))
@@ -108,9 +113,15 @@ def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | Non
     budget = state.budget
     added_bepoch = 0
     if removed:
-        if not may_drop(cfg, state, br, members(removed)[0]) or not cfg.allows(budget, ISR_SHRINKS):
+        f = members(removed)[0]
+        if not may_drop(cfg, state, br, f):
             return None
-        budget = budget.spend(ISR_SHRINKS.name)
+        # The bound counts the shrinks that follow a stall (the fault); a follower that still
+        # fetches but lags by records (isr_lag=messages) is dropped by the protocol itself.
+        if state.is_stalled(f):
+            if not cfg.allows(budget, ISR_SHRINKS):
+                return None
+            budget = budget.spend(ISR_SHRINKS.name)
     elif added:
         f = members(added)[0]
         if not may_join(cfg, br, f):

@@ -54,6 +54,9 @@ class Config:
     # A ghost for the durability table: how many brokers stayed down across an acks=all
     # write from append to ack. Off by default because it splits otherwise equal states.
     track_down: bool = False
+    # Log retention (spec/retention.py): the oldest record, once committed on every replica, is
+    # deleted and the state renumbered, so producers may write forever within --max-records.
+    log_retention: bool = False
     # Symmetry reduction: states that differ only by a relabelling of broker ids count once.
     # Either way every replica assignment order is an initial state; reduced, they fold into one.
     symmetry: bool = True

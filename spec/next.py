@@ -23,6 +23,7 @@ from kafkamc.spec import fetch as fe
 from kafkamc.spec import metadata as md
 from kafkamc.spec import produce as pr
 from kafkamc.spec import reassignment as ra
+from kafkamc.spec import retention as rt
 from kafkamc.spec.bounds import Bound
 
 
@@ -69,6 +70,7 @@ NEXT: tuple[Action, ...] = (
     Action(lc.BrokerRestart, lc.restart_candidates, lc.broker_restart, enabled_by=_STOPS, fairness="none"),
     Action(pr.Produce, pr.produce_candidates, pr.produce, bounds=(pr.RECORDS,), fairness="none"),
     Action(pr.ProduceRetry, pr.retry_candidates, pr.produce_retry, enabled_by=(pr.RECORDS,), rare=True),
+    Action(rt.LogRetention, rt.retention_candidates, rt.log_retention, enabled_by=(pr.RECORDS,), rare=True),
     Action(
         ap.AlterPartition,
         ap.alter_partition_candidates,

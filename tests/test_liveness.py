@@ -278,3 +278,36 @@ def test_the_tradeoff_table_shows_what_elr_buys_and_costs():
         (2, 2, True, False): (True, False),  # KIP-966: durable, at the price of availability
         (2, 2, True, True): (False, True),
     }
+
+
+# KAFKA-1546 (replica.lag.max.messages, before 0.9.0): with retention a producer may write
+# forever; a follower that never stalls is dropped whenever it is two records behind, rejoins
+# once it fetched back to the HW, and is dropped again: it never stays in sync.
+KAFKA_1546 = dict(
+    rf=2, minisr=1, max_records=2, log_retention=True, max_hard_crashes=0, max_clean_shutdowns=0, max_isr_shrinks=0
+)
+
+
+def test_kafka_1546_a_healthy_follower_is_dropped_again_and_again():
+    old = PRESETS["4.1.0"].with_rules(isr_lag="messages")
+    cfg, r = _check(["FollowerStaysInSync"], **KAFKA_1546, protocol=old)
+    v = r.result.violation
+    assert (v.invariant, v.loop, v.length) == ("FollowerStaysInSync", 4, 15)
+    cycle = _actions(v)[v.loop :]
+    assert "ReplicaStall(follower=2)" not in _actions(v)
+    assert cycle.count("AlterPartition(leader=1, isr=(1,))") == 1 and "AlterPartition(leader=1, isr=(1, 2))" in cycle
+    assert cycle.count("LogRetention(leader=1)") == 2 and cycle.count("Produce(leader=1, record=2)") == 2
+    assert lasso_problem(cfg, v.invariant, v.trace, v.loop) is None
+    # replica.lag.time.max.ms (0.9.0 on): the same producer, the same follower, stays in sync.
+    assert _check(["FollowerStaysInSync"], **KAFKA_1546)[1].result.verdict == "holds"
+
+
+def test_retention_renumbers_the_window_and_keeps_the_safety_invariants():
+    from kafkamc.checker.explorer import explore
+    from kafkamc.invariants.suite import InvariantSuite
+
+    cfg = Config(**dict(KAFKA_1546, minisr=2, max_isr_shrinks=1, max_hard_crashes=1)).validated()
+    r = explore(FastModel(cfg), InvariantSuite(cfg))
+    assert r.verdict == "holds" and r.coverage["LogRetention"] > 0
+    without = explore(FastModel(Config(**dict(KAFKA_1546, minisr=2, max_isr_shrinks=1, log_retention=False))))
+    assert "LogRetention" not in without.coverage

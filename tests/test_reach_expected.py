@@ -105,7 +105,8 @@ def test_one_fence_and_one_hard_crash_do_not_warn_of_a_recovering_election():
 
 @pytest.mark.parametrize("preset,shrinks", [("0.8.2", 1), ("0.8.2", 0), ("4.1.0", 1)])
 def test_healthy_follower_shrunk_only_under_the_message_lag_rule(preset, shrinks):
-    """replica.lag.max.messages (before 0.9.0, KAFKA-1546) drops a follower that still fetches."""
+    """replica.lag.max.messages (before 0.9.0, KAFKA-1546) drops a follower that still fetches,
+    with no stall and so no shrink budget spent."""
     cfg = Config(
         rf=2,
         minisr=1,
@@ -115,7 +116,7 @@ def test_healthy_follower_shrunk_only_under_the_message_lag_rule(preset, shrinks
         max_isr_shrinks=shrinks,
         protocol=PRESETS[preset],
     )
-    assert ("HealthyFollowerShrunk" in reached(cfg)) == (preset == "0.8.2" and shrinks == 1)
+    assert ("HealthyFollowerShrunk" in reached(cfg)) == (preset == "0.8.2")
     assert_exact(cfg)
 
 

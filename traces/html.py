@@ -4,7 +4,8 @@ lanes, stepped through with the keyboard, the buttons or a `#step=N` link.
 
 Python computes what each step shows (reusing the terminal renderer's wording) and draws the
 diagram; the page's script only lays out the step, so the page and `kafkamc trace show` say
-the same things. The page opens at the step the verdict is about: the last one.
+the same things. The page opens at the step the verdict is about: the last one. A liveness
+lasso's loop step is marked ("cycle starts here") and the cycle it starts is said at the end.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 from kafkamc.spec.state import NO_LEADER, State, members
 from kafkamc.traces.html_diagram import sequence_svg
 from kafkamc.traces.html_page import PAGE as _PAGE  # the page's template: CSS and JavaScript
-from kafkamc.traces.render import broker_row, controller_fields, ghost_fields, health
+from kafkamc.traces.render import broker_row, controller_fields, cycle_line, ghost_fields, health
+from kafkamc.traces.story import loop_marker
 from kafkamc.traces.trace import Trace, format_action
 from kafkamc.traces.words import kafka_value, kafka_words
 
@@ -205,6 +207,10 @@ def page_data(trace: Trace) -> dict:
     cfg = trace.config
     steps = [step_view(cfg, i, a, s, trace.steps[i - 1][1] if i else None) for i, (a, s) in enumerate(trace.steps)]
     epochs = sorted({e for _, s in trace.steps for br in s.brokers for e, _ in br.log})
+    lasso = {}  # only a liveness lasso's page has these: every other page's data is as it was
+    if trace.loop is not None:
+        steps[trace.loop]["loop_marker"] = loop_marker(trace, trace.loop)
+        lasso = {"loop": trace.loop, "cycle": cycle_line(trace)}
     return {
         "trace": {**trace.to_json(), **trace.extra},
         "steps": steps,
@@ -214,6 +220,7 @@ def page_data(trace: Trace) -> dict:
         "explanation": trace.explanation,
         "failed_parts": failed_parts(trace.explanation),
         "reached": trace.extra.get("reached"),
+        **lasso,
     }
 
 
@@ -223,7 +230,9 @@ def _embed(data: dict) -> str:
 
 
 def render_html(trace: Trace) -> str:
-    if trace.invariant:
+    if trace.invariant and trace.loop is not None:
+        title = f"kafkamc trace: {trace.invariant} never happens (a lasso of {trace.length} steps looping from step {trace.loop})"
+    elif trace.invariant:
         title = f"kafkamc trace: {trace.invariant} violated after {trace.length} steps"
     elif trace.extra.get("reached"):
         title = f"kafkamc trace: {trace.extra['reached']} reached in {trace.length} steps"
@@ -232,7 +241,7 @@ def render_html(trace: Trace) -> str:
     data = page_data(trace)
     fill = {
         "TITLE": escape(title),
-        "DIAGRAM": sequence_svg(data["steps"], data["invariant"], data["reached"]),
+        "DIAGRAM": sequence_svg(data["steps"], data["invariant"], data["reached"], data.get("loop"), data.get("cycle")),
         "DATA": _embed(data),
     }
     # One pass, so text in one filling (a label, the data) is never taken for another placeholder.

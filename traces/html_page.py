@@ -27,6 +27,7 @@ PAGE = r"""<!DOCTYPE html>
   button:disabled { opacity: .4; cursor: default; }
   #step-counter { font-weight: 600; min-width: 90px; text-align: center; }
   #action { font-size: 15px; padding: 2px 8px; background: #eef3fb; border-radius: 4px; }
+  #cycle-mark { font-weight: 700; color: #6a1b9a; background: #f3e5f5; padding: 2px 8px; border-radius: 4px; }
   .hint { color: var(--muted); font-size: 12px; margin-left: auto; }
   h2 { font-size: 13px; text-transform: uppercase; letter-spacing: .05em; color: var(--muted); margin: 16px 0 6px; }
   #permalink { font-size: 12px; color: #1565c0; }
@@ -38,6 +39,10 @@ PAGE = r"""<!DOCTYPE html>
   #sequence .seq-row { cursor: pointer; }
   #sequence .seq-bg { fill: transparent; }
   #sequence .seq-row:hover .seq-bg { fill: #f0f4fa; }
+  #sequence .seq-cycle .seq-bg { fill: #f3e5f5; }
+  #sequence .seq-loop-label { fill: #6a1b9a; font-weight: 700; }
+  #sequence .seq-cycle-arrow { stroke: #6a1b9a; stroke-width: 2; fill: none; }
+  #sequence .seq-head.cycle { fill: #6a1b9a; }
   #sequence .seq-violation .seq-bg { fill: #fdecea; }
   #sequence .seq-reached .seq-bg { fill: #e8f5e9; }
   #sequence .seq-violation .seq-num { fill: var(--bad); }
@@ -262,9 +267,12 @@ function drawArrows(step) {
   $("arrow-layer").innerHTML = h;
 }
 
+// A liveness lasso's page: DATA.loop is its loop step, DATA.cycle what goes on forever from there.
+const LASSO = DATA.loop !== undefined && DATA.loop !== null;
+
 function violationHtml() {
   const exp = DATA.explanation || {};
-  let h = `<div class="name">VIOLATED <span data-testid="invariant">${esc(DATA.invariant)}</span></div>`;
+  let h = `<div class="name">VIOLATED <span data-testid="invariant">${esc(DATA.invariant)}</span>${LASSO ? " (never happens)" : ""}</div>`;
   if (exp.meaning) h += `<div>${esc(exp.meaning)}</div>`;
   // Values in Kafka's words (traces/words.py); the invariant's own variable name is the tooltip.
   for (const part of DATA.failed_parts) {
@@ -272,6 +280,7 @@ function violationHtml() {
       part.values.map(v => `<tr title="${esc(v.name)}" data-testid="failed-value"><td>${esc(v.words)}</td><td class="value">${esc(v.value)}</td></tr>`).join("") + "</table>";
   }
   if ((exp.also_violated || []).length) h += `<div>also violated here: ${esc(exp.also_violated.join(", "))}</div>`;
+  if (LASSO) h += `<div data-testid="cycle"><a href="#step=${DATA.loop}">\u21BB ${esc(DATA.cycle)}</a></div>`;
   return h;
 }
 
@@ -293,6 +302,9 @@ function show(i) {
   const step = STEPS[cur], prev = cur > 0 ? STEPS[cur - 1] : null;
   $("step-counter").textContent = `step ${cur} / ${LAST}`;
   $("action").textContent = step.action;
+  if (LASSO) $("cycle-mark").textContent = cur === DATA.loop ? "\u21BB " + step.loop_marker
+    : cur > DATA.loop ? `in the cycle from step ${DATA.loop}` : "";
+  if (LASSO) $("cycle-mark").hidden = cur < DATA.loop;
   $("first").disabled = $("prev").disabled = cur === 0;
   $("next").disabled = $("last").disabled = cur === LAST;
   $("health").innerHTML = "<span class=\"k\">health:</span> " + (step.health.length
@@ -309,15 +321,17 @@ function show(i) {
   const atEnd = cur === LAST;
   $("violation").hidden = !(atEnd && DATA.invariant);
   $("reached").hidden = !(atEnd && DATA.reached);
-  $("outcome-note").textContent = atEnd ? "" : DATA.invariant ? `${DATA.invariant} is violated at step ${LAST}`
+  $("outcome-note").textContent = atEnd ? "" : LASSO ? DATA.cycle : DATA.invariant ? `${DATA.invariant} is violated at step ${LAST}`
     : DATA.reached ? `${DATA.reached} is reached at step ${LAST}` : "";
   document.body.dataset.step = cur;
 }
 
 function init() {
-  $("summary").textContent = DATA.summary + (DATA.invariant ? ` \u2014 counterexample to ${DATA.invariant}`
+  $("summary").textContent = DATA.summary + (LASSO ? ` \u2014 liveness counterexample to ${DATA.invariant}: a lasso looping from step ${DATA.loop}`
+    : DATA.invariant ? ` \u2014 counterexample to ${DATA.invariant}`
     : DATA.reached ? ` \u2014 witness: ${DATA.reached} is reachable` : "");
   if (DATA.invariant) $("violation").innerHTML = violationHtml();
+  if (LASSO) $("action").insertAdjacentHTML("afterend", `<span id="cycle-mark" data-testid="cycle-mark" hidden></span>`);
   if (DATA.reached) $("reached").innerHTML = `<div class="name">REACHED <span data-testid="reached-name">${esc(DATA.reached)}</span></div>` +
     `<div>a shortest path to this state: a witness, not a violation</div>`;
   $("legend").innerHTML = "<span class=\"k\">log cells by leader epoch:</span>" +

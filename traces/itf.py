@@ -22,6 +22,11 @@ Variables of every state:
   budget      record: one count per search bound declared in spec/next.py (records, crashes, ...)
   action      the action that led to the state: a record with a "type" field and the action's
               arguments ({"type": "Init"} for the initial state)
+
+A liveness counterexample is a lasso: the top-level "loop" (the ADR's optional field) is the
+index of the state its loop starts at; the last state equals that one (but for its action, the
+step into it), and the states from it on repeat forever (loop = the last index: the last state
+stays forever). Other traces have none.
 """
 
 from __future__ import annotations
@@ -151,5 +156,10 @@ def to_itf(trace: Trace) -> dict:
         "kind": trace.kind,
         "length": trace.length,
     }
+    if trace.loop is not None:
+        meta["description"] = (
+            f"kafkamc liveness counterexample to {trace.invariant}: a lasso looping from state {trace.loop}"
+        )
     states = [{"#meta": {"index": i}, **state_vars(a, s)} for i, (a, s) in enumerate(trace.steps)]
-    return {"#meta": meta, "vars": list(VARS), "states": states}
+    lasso = {} if trace.loop is None else {"loop": num(trace.loop)}
+    return {"#meta": meta, "vars": list(VARS), "states": states, **lasso}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from kafkamc.spec.state import NO_LEADER, UNKNOWN, State, members
-from kafkamc.traces.story import story
+from kafkamc.traces.story import forever, loop_marker, story
 from kafkamc.traces.trace import Trace, format_action
 from kafkamc.traces.words import kafka_value, kafka_words
 from rich import box
@@ -226,9 +226,11 @@ def step_panel(
     diff_only: bool = False,
     note: Text | None = None,
     width: int | None = None,
+    marker: str | None = None,
 ) -> Panel:
     """One step: the brokers' lanes, the controller, what was observed, the partition's health.
-    `width` is the console's: a title that would be cut there moves into the panel."""
+    `width` is the console's: a title that would be cut there moves into the panel. `marker`
+    (a lasso's loop step: "cycle starts here") ends the title."""
     diff_only = diff_only and prev is not None  # step 0 has nothing to compare with: show it all
     rows = []
     for b in cfg.brokers:
@@ -246,11 +248,16 @@ def step_panel(
     parts.append(Text("health: " + (", ".join(hl) if hl else "healthy"), style="dim", no_wrap=False))
     if note is not None:
         parts.append(note)
-    title = f"step {index}: {format_action(action)}"
+    mark = f" ({marker})" if marker else ""
+    title = f"step {index}: {format_action(action)}{mark}"
     if width is not None and len(title) + 8 > width:
         parts.insert(0, Text(format_action(action), style="bold", no_wrap=False, overflow="fold"))
-        title = f"step {index}"
-    return Panel(Group(*parts), title=title, title_align="left", border_style="red" if note is not None else "blue")
+        title = f"step {index}{mark}"
+        if len(title) + 8 > width:  # the marker too: then it opens the panel
+            parts.insert(0, Text(marker or "", style="bold magenta", no_wrap=False, overflow="fold"))
+            title = f"step {index}"
+    border = "red" if note is not None else "magenta" if marker else "blue"
+    return Panel(Group(*parts), title=title, title_align="left", border_style=border)
 
 
 def _fields_of(fields, state: State | None) -> dict | None:
@@ -260,7 +267,8 @@ def _fields_of(fields, state: State | None) -> dict | None:
 def violation_note(trace: Trace) -> Text | None:
     if trace.invariant is None:
         return None
-    t = Text(f"VIOLATED {trace.invariant}", style="bold red", no_wrap=False, overflow="fold")
+    never = " (never happens)" if trace.loop is not None else ""  # a lasso: the cycle goes on without it
+    t = Text(f"VIOLATED {trace.invariant}{never}", style="bold red", no_wrap=False, overflow="fold")
     exp = trace.explanation or {}
     if exp.get("meaning"):
         t.append(f": {exp['meaning']}", style="red")
@@ -285,7 +293,7 @@ def story_panel(trace: Trace, width: int | None = None) -> Panel | None:
     for line in lines:
         label, _, body = line.partition(": ")
         if body and _LABEL.fullmatch(label):
-            grid.add_row(label + ":", Text(body, style="red" if label == "promise broken" else ""))
+            grid.add_row(label + ":", Text(body, style="red" if label in ("promise broken", "never happens") else ""))
         else:  # the header, or a witness's one line: no label to hang
             if grid.row_count:
                 parts.append(grid)
@@ -296,12 +304,14 @@ def story_panel(trace: Trace, width: int | None = None) -> Panel | None:
     if grid.row_count:
         parts.append(grid)
     title = "story" if trace.invariant is None else f"story: {trace.invariant} broken in {trace.length} steps"
+    if trace.invariant is not None and trace.loop is not None:
+        title = f"story: {trace.invariant} never happens (from step {trace.loop} on)"
     if width is not None and len(title) + 8 > width:
         title = "story"
     return Panel(Group(*parts), title=title, title_align="left", border_style="red" if trace.invariant else "green")
 
 
-_LABEL = re.compile(r"(at )?step \d+|promise broken")
+_LABEL = re.compile(r"(at |from )?step \d+|promise broken|never happens")
 
 
 def render(trace: Trace, console: Console, only_step: int | None = None, diff_only: bool = False) -> None:
@@ -317,4 +327,17 @@ def render(trace: Trace, console: Console, only_step: int | None = None, diff_on
         if only_step is not None and i != only_step:
             continue
         prev = trace.steps[i - 1][1] if i > 0 else None
-        console.print(step_panel(cfg, i, action, state, prev, diff_only, note if i == last else None, console.width))
+        note_here = note if i == last else None
+        marker = loop_marker(trace, i)
+        console.print(step_panel(cfg, i, action, state, prev, diff_only, note_here, console.width, marker))
+    said = cycle_line(trace)
+    if said is not None and only_step in (None, last):  # a lasso's closing line, under its last step
+        console.print(Text(said, style="bold red", no_wrap=False, overflow="fold"))
+
+
+def cycle_line(trace: Trace) -> str | None:
+    """A liveness lasso's last word (None for any other trace): what goes on forever from its loop step."""
+    cycle = forever(trace)
+    if cycle is None:
+        return None
+    return f"from step {trace.loop} on: {cycle}, so {trace.invariant} never happens"

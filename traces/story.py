@@ -48,15 +48,39 @@ def story(trace: Trace) -> list[str]:
         f"What happened (rf={cfg.rf}, min.insync.replicas={cfg.effective_minisr}, acks={cfg.acks}, "
         f"unclean election {'on' if cfg.unclean else 'off'}, protocol {era}):"
     ]
+    loop, cycle = trace.loop, forever(trace)  # a lasso's: told before the steps that repeat
     for i in range(1, len(steps)):
+        if loop is not None and i == loop + 1:
+            lines.append(f"from step {loop}: {cycle}")
         events = step_events(cfg, steps, i)
         if events:
             lines.append(f"step {i}: " + "; ".join(events))
     last = len(steps) - 1
     lines.append(f"at step {last}: " + "; ".join(_ending(cfg, steps[-1][1], steps[-2][1] if last else None)))
+    if loop == last:
+        lines.append(f"from step {last}: {cycle}")
     meaning = (trace.explanation or {}).get("meaning")
-    lines.append(f"promise broken: {meaning} ({trace.invariant})" if meaning else f"promise broken: {trace.invariant}")
+    broken = "promise broken" if cycle is None else "never happens"  # a lasso breaks no step: it goes on forever
+    lines.append(f"{broken}: {meaning} ({trace.invariant})" if meaning else f"{broken}: {trace.invariant}")
     return lines
+
+
+def forever(trace: Trace) -> str | None:
+    """What a liveness lasso does from its loop step on (None for any other trace): every view says it so."""
+    loop, last = trace.loop, len(trace.steps) - 1
+    if loop is None:
+        return None
+    if loop == last:
+        return f"the state of step {last} stays forever (no fair step is enabled in it)"
+    run = f"step {last} repeats" if loop + 1 == last else f"steps {loop + 1} to {last} repeat"
+    return f"{run} forever (step {last} returns to the state of step {loop})"
+
+
+def loop_marker(trace: Trace, index: int) -> str | None:
+    """The mark on a lasso's loop step: where its cycle starts, or the state that stays forever."""
+    if trace.loop is None or index != trace.loop:
+        return None
+    return "stays here forever" if trace.loop == len(trace.steps) - 1 else "cycle starts here"
 
 
 def _reached(trace: Trace) -> list[str]:
