@@ -463,19 +463,27 @@ def check_liveness(model, suite: LivenessSuite, limits: Limits = Limits(), progr
     if stop is not None:
         report.result.verdict = "incomplete"
     else:
-        for k, (prop, _) in enumerate(suite.obligations):
-            if report.verdicts.get(prop.name) == "violated":
-                continue
-            lasso = find_lasso(g, k, prop.form)
-            if lasso is None:
-                report.verdicts.setdefault(prop.name, "holds")
-                continue
-            report.verdicts[prop.name] = "violated"
-            trace = replay_path(model, lasso.init_index, lasso.stem + lasso.cycle)
-            report.result.violation = Violation(prop.name, "liveness", trace, loop=len(lasso.stem))
-            report.result.verdict = "violated"
-            break
+        try:
+            _analyse(model, g, suite, report)
+        except KeyboardInterrupt:  # what was decided so far is kept; the verdict is incomplete
+            report.result.verdict, report.result.stop_reason = "incomplete", "interrupted"
     report.analysis_s = time.monotonic() - built
     report.result.elapsed_s = time.monotonic() - start
     report.result.visited_bytes = g.nbytes
     return report
+
+
+def _analyse(model, g: Graph, suite: LivenessSuite, report: LivenessReport) -> None:
+    """A lasso per obligation, properties in declaration order, up to the first violated."""
+    for k, (prop, _) in enumerate(suite.obligations):
+        if report.verdicts.get(prop.name) == "violated":
+            continue
+        lasso = find_lasso(g, k, prop.form)
+        if lasso is None:
+            report.verdicts.setdefault(prop.name, "holds")
+            continue
+        report.verdicts[prop.name] = "violated"
+        trace = replay_path(model, lasso.init_index, lasso.stem + lasso.cycle)
+        report.result.violation = Violation(prop.name, "liveness", trace, loop=len(lasso.stem))
+        report.result.verdict = "violated"
+        break

@@ -311,3 +311,21 @@ def test_retention_renumbers_the_window_and_keeps_the_safety_invariants():
     assert r.verdict == "holds" and r.coverage["LogRetention"] > 0
     without = explore(FastModel(Config(**dict(KAFKA_1546, minisr=2, max_isr_shrinks=1, log_retention=False))))
     assert "LogRetention" not in without.coverage
+
+
+def test_sigterm_during_the_liveness_graph_gives_the_partial_summary(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    from helpers import EXE
+
+    args = [EXE, "check", "--rf", "3", "--minisr", "2", "--invariant", "EventuallyLeader", "--quiet", "--json"]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    time.sleep(4)  # inside the graph build (about 30 s in all)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 3, err
+    s = json.loads(out)
+    assert (s["verdict"], s["stop_reason"], s["liveness"]["verdict"]) == ("incomplete", "interrupted", "incomplete")
+    assert 0 < s["liveness"]["states"] < 355437
