@@ -39,5 +39,15 @@ def state_from_key(key: tuple) -> State:
     return State(Controller(*c), tuple(_broker(b) for b in brokers), Ghost(*g), Budget(*u))
 
 
+# A component's kind (FastSuccessors.tags: 0 controller, 1 broker, 2 ghost, 3 budget) -> how
+# to build it back from as_tuple's plain tuple.
+_BUILD = (lambda v: Controller(*v), _broker, lambda v: Ghost(*v), lambda v: Budget(*v))
+
+
+def component_from_tuple(kind: int, values: tuple):
+    """The inverse of as_tuple for one component of a state, of the given kind."""
+    return _BUILD[kind](values)
+
+
 def decode(data: bytes) -> State:
     return state_from_key(marshal.loads(data))

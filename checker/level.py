@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from kafkamc.checker.components import UNKNOWN
 from kafkamc.checker.keys import decode_key, index_bytes
 from kafkamc.checker.search import Limits, Result, Violation, progress_stats, replay_path, verdict_of
 
@@ -88,6 +89,54 @@ def expand_part(
     finally:
         found.generated += sum(fired.values())
         found.coverage.update({t.__name__: n for t, n in fired.items()})
+
+
+def expand_fresh(
+    model, frontier: Iterable[tuple], checks, unreached, found: Findings, seen, deadline: float | None = None
+) -> Iterator[tuple]:
+    """(successor fingerprint, its path key, successor, the state invariant it breaks or None)
+    for every transition of the frontier's (key, state) pairs to a state that seen(fp) does
+    not know, in key order: the local explorer's fused loop (FastModel.transitions, screening
+    with the cached quiet test), for a part of a level. seen(fp) true means "surely not new"
+    (in this part's visited set, or yielded before with a smaller key); a state it does not
+    know may still be visited elsewhere, which its owner decides. Each step the quiet test
+    does not pass is checked as expand_part checks it; each state yielded is tested against
+    the state invariants through the test of the components the step changed."""
+    if checks is None or not hasattr(model, "transitions"):
+        for fp, k, nxt in expand_part(model, frontier, checks, unreached, found, deadline):
+            if not seen(fp):
+                yield fp, k, nxt, checks.check_state(nxt) if checks is not None else None
+        return
+    quiet = checks.quiet_step(list(unreached))
+    reach = [(name, fn) for name, fn in checks.reach_functions() if name in unreached]
+    check_step, check_state, state_test = checks.check_step, checks.check_state, checks.state_test
+    tests: dict = {}
+    is_new = lambda fp: not seen(fp)  # noqa: E731 - transitions() takes a predicate
+    fired: dict = dict.fromkeys(model.action_types(), 0)
+    try:
+        for done, (key, state) in enumerate(frontier):
+            if deadline is not None and done & 0xFF == 0 and time.monotonic() >= deadline:
+                found.cut = True
+                break
+            for index, _action, nxt, fp, fresh in model.transitions(state, is_new, quiet, fired):
+                k = key + index_bytes(index)
+                if not fresh:
+                    bad = check_step(state, nxt)
+                    if bad:
+                        found.action_bad = smaller(found.action_bad, (k, bad))
+                    for name, fn in reach:
+                        if fn(state, nxt) and (name not in found.reach or k < found.reach[name]):
+                            found.reach[name] = k
+                    if seen(fp):
+                        continue
+                    fresh = UNKNOWN
+                test = tests.get(fresh.changed)
+                if test is None:
+                    test = tests[fresh.changed] = state_test(fresh.changed)
+                yield fp, k, nxt, None if test(nxt) else check_state(nxt)
+    finally:
+        found.generated += sum(fired.values())
+        found.coverage.update({t.__name__: n for t, n in fired.items() if n})
 
 
 def initial_level(model, checks) -> tuple[list, int, tuple | None]:

@@ -157,6 +157,7 @@ class SparkSettings:
     checkpoint_dir: str | None = None
     checkpoint_every: int = 4
     conf: tuple = ()  # (key, value) pairs passed to SparkConf
+    spill_dir: str | None = None  # visited sets on local disk (checker/spill.py)
 
 
 def run_check(
@@ -235,6 +236,7 @@ def run_check(
                 progress=reporter if progress else None,
                 stop_when_reached=frozenset(reach),
                 properties=properties,
+                spill_dir=spark.spill_dir,
             )
     report = None
     if (liveness or live) and result.verdict == "holds":

@@ -37,6 +37,7 @@ executors lives in checker/spark_tasks.py.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import tempfile
 import time
@@ -45,7 +46,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 
-from kafkamc.checker.codec import encode, state_from_key  # noqa: F401 (state_from_key: tests)
+from kafkamc.checker.codec import state_from_key  # noqa: F401 (state_from_key: tests)
 from kafkamc.checker.fast import FastModel as Model
 from kafkamc.checker.keys import AFTER_EVERY_STEP as _AFTER_EVERY_STEP
 from kafkamc.checker.level import Findings, Tally, initial_level, smaller, time_is_up
@@ -72,11 +73,12 @@ from kafkamc.checker.spark_tasks import (  # noqa: F401
     _expand,
     _frontier_keys,
     _has_successor,
-    _initial_part,
     _merge,
     _owner,
     _stats_of,
     _Task,
+    _values,
+    initial_parts,
 )
 from kafkamc.spec.config import Config
 
@@ -119,6 +121,7 @@ class _SparkBFS(Tally):
         stop_when_reached,
         faults: tuple,
         properties=None,
+        spill_dir: str | None = None,
     ):
         from kafkamc.invariants.suite import InvariantSuite
 
@@ -127,12 +130,15 @@ class _SparkBFS(Tally):
         self.sc, self.cfg, self.limits, self.P = sc, cfg.validated(), limits, partitions
         super().__init__(Model(self.cfg), time.monotonic())
         self.suite = InvariantSuite(self.cfg, invariants, properties)  # bad names fail here, not on an executor
-        names = tuple(invariants) if invariants is not None else None
-        self.base = _Task(self.cfg, names, faults=faults, properties=properties)
         self.progress = progress
         self.checkpoint_every = checkpoint_every
         self.targets = set(stop_when_reached)
         self.unreached = [name for name, _ in self.suite.reach_functions()]
+        # Each run spills into a folder of its own, removed at the end (checker/spill.py).
+        self.spill = None if spill_dir is None else os.path.join(spill_dir, f"kafkamc-{uuid.uuid4().hex[:12]}")
+        checks = self.suite.shipped([tuple(self.unreached)])
+        self.base = _Task(self.cfg, checks, partitions, faults=faults, spill=self.spill)
+        self.worker_peak_mib = 0.0  # the largest Python worker's peak resident memory
         self.queue = 0
         self.min_key: bytes | None = None  # the first state of the frontier, in BFS order
         self.reached_all = False
@@ -179,13 +185,12 @@ class _SparkBFS(Tally):
         self.distinct = len(initial) + (self.violation is not None)
         if self.violation is not None:
             return None
-        entries = [(fp, (key, fp, encode(s))) for fp, key, s in initial]
-        self.queue = len(entries)
-        self.min_key = min((key for _, (key, _, _) in entries), default=None)
+        self.queue = len(initial)
+        self.min_key = min((key for _, key, _ in initial), default=None)
         parts = (
-            self.sc.parallelize(entries, self.P)
+            self.sc.parallelize(initial_parts(self.model, initial, self.P, self.spill), self.P)
             .partitionBy(self.P, _owner)
-            .mapPartitions(_initial_part, preservesPartitioning=True)
+            .map(_values, preservesPartitioning=True)
         )
         return self._keep(parts, level=0)
 
@@ -202,7 +207,7 @@ class _SparkBFS(Tally):
                 return
             level += 1
             began = time.monotonic()
-            task = dataclasses.replace(self.base, level=level, unreached=tuple(self.unreached))
+            task = self._task(level)
             nxt, totals = self._run_level(parts, task)
             stop = self._stop_in_level(nxt, totals)
             if stop is None:
@@ -213,6 +218,11 @@ class _SparkBFS(Tally):
             if stop is not None:
                 return
             parts = nxt
+
+    def _task(self, level: int) -> _Task:
+        unreached = tuple(self.unreached)
+        checks = self.suite.shipped([unreached])
+        return dataclasses.replace(self.base, level=level, unreached=unreached, checks=checks)
 
     def _run_level(self, parts, task: _Task):
         """The level's one job; returns the new parts and the level's counters, all partitions added."""
@@ -228,6 +238,8 @@ class _SparkBFS(Tally):
             "min_key": min((s["min_key"] for s in stats if s["min_key"] is not None), default=None),
             "state_bad": None,
         }
+        self.visited_bytes = sum(s["visited_bytes"] for s in stats)
+        self.worker_peak_mib = max([self.worker_peak_mib, *(s["worker_peak_mib"] for s in stats)])
         for s in stats:
             totals["state_bad"] = smaller(totals["state_bad"], s["state_bad"])
         return nxt, totals
@@ -335,6 +347,7 @@ class _SparkBFS(Tally):
             return
         stats = self.stats(self.queue, final)
         stats.update(level=level, new=new, level_seconds=seconds, level_rate=new / seconds if seconds > 0 else 0.0)
+        stats.update(worker_peak_mib=self.worker_peak_mib, visited_bytes=self.visited_bytes)
         self.progress(stats)
 
     def _result(self) -> Result:
@@ -347,6 +360,8 @@ class _SparkBFS(Tally):
             except Exception:  # noqa: BLE001 - a stopped context has nothing left to free
                 pass
         self.cached = []
+        if self.spill is not None:
+            shutil.rmtree(self.spill, ignore_errors=True)
         if self.checkpoint_is_temp and self.checkpoint_dir:
             shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
         elif self.checkpoint_dir:
@@ -391,6 +406,7 @@ def explore_spark(
     stop_when_reached: frozenset = frozenset(),
     inject_faults: tuple = (),
     properties=None,
+    spill_dir: str | None = None,
 ) -> Result:
     """Level-synchronous BFS on Spark, returning the local explorer's Result.
 
@@ -425,6 +441,7 @@ def explore_spark(
                 stop_when_reached=stop_when_reached,
                 inject_faults=inject_faults,
                 properties=properties,
+                spill_dir=spill_dir,
             )
     ship_package(sc)
     return _SparkBFS(
@@ -439,4 +456,5 @@ def explore_spark(
         stop_when_reached,
         tuple(inject_faults),
         properties,
+        spill_dir,
     ).run()

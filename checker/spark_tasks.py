@@ -2,38 +2,53 @@
 keeps, the level's task, and the functions that expand a frontier, merge the successors into
 the visited set and count what the driver asks for at a stop.
 
+States travel as blobs: one marshal string per (task, destination) holding each component
+the states use once, as its fingerprint, kind and plain tuple, then each state as the
+fingerprints of its components (the way --workers ships them). A Python worker keeps its
+model, compiled checks and intern tables across tasks and levels (Spark reuses workers), so
+a component it met before costs a dictionary lookup; only new ones are built. Expanding a
+part runs the local explorer's fused loop (level.expand_fresh): cached step outcomes, the
+cached quiet test, the state invariants tested on the components a step changed; a
+successor this part knows is not new (its own visited set, or sent already in this task)
+is dropped before the shuffle.
+
 Everything here is a top-level name, so that Spark pickles it by reference: the executors
 import it from the shipped package zip.
 """
 
 from __future__ import annotations
 
-import bisect
-from array import array
+import marshal
+import os
+import resource
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from kafkamc.checker.codec import decode, encode
+from kafkamc.checker.codec import component_from_tuple
+from kafkamc.checker.explorer import cyclic_gc_paused
 from kafkamc.checker.fast import FastModel as Model
-from kafkamc.checker.level import Findings, expand_part
+from kafkamc.checker.level import Findings, expand_fresh
+from kafkamc.checker.spill import SpilledRuns
+from kafkamc.checker.visited import FingerprintSet
 from kafkamc.spec.config import Config
+from kafkamc.spec.state import as_tuple
 
-if TYPE_CHECKING:  # z3 is imported only where states are checked
-    from kafkamc.invariants.properties import PropertyFile
+if TYPE_CHECKING:
+    from kafkamc.invariants.source import ShippedChecks
 
 # ---------------------------------------------------------------- what runs on the executors
 
 
 class Part(NamedTuple):
-    """What one partition owns after a level: its share of the visited set as sorted 64-bit
-    fingerprints, its states of the newest depth (sorted by key) and the level's counters."""
+    """What one partition owns after a level: its share of the visited set, its states of
+    the newest depth (a blob of (key, component fingerprints) rows sorted by key, see pack)
+    and the level's counters."""
 
-    visited: array  # array('Q'), sorted
-    frontier: list  # [(key, state bytes), ...], sorted by key
+    visited: FingerprintSet | SpilledRuns  # SpilledRuns: on local disk (--spill-dir)
+    frontier: bytes
     stats: dict
 
 
@@ -61,14 +76,17 @@ class FaultInjection:
 
 @dataclass(frozen=True)
 class _Task:
-    """What the executors need for one level: small, pickled with each task."""
+    """What the executors need for one level: small, pickled with each task. The checks are
+    the driver's compiled invariants as text (invariants/source.py): executors need neither
+    Z3 nor the user's --properties file."""
 
     cfg: Config
-    invariants: tuple | None
+    checks: ShippedChecks | None  # None: no invariants (tests)
+    partitions: int = 1
     level: int = 0
     unreached: tuple = ()  # reachability properties not seen before this level
     faults: tuple = ()  # FaultInjection, for tests
-    properties: PropertyFile | None = None  # user-defined properties (--properties)
+    spill: str | None = None  # the folder of this run's spilled visited sets (checker/spill.py)
 
 
 def _maybe_fail(task: _Task, partition: int, stage: str) -> None:
@@ -76,89 +94,188 @@ def _maybe_fail(task: _Task, partition: int, stage: str) -> None:
         fault.maybe_fail(task.level, partition, stage)
 
 
+class Tools:
+    """A Python worker's model and checks for one configuration, kept warm across tasks and
+    levels, and the plain tuples of the components it has shipped."""
+
+    def __init__(self, task: _Task):
+        self.model = Model(task.cfg)
+        self.checks = task.checks  # its functions, defined on first use, stay with it
+        self.tuples: dict = {}  # component fingerprint -> as_tuple of it
+
+    def states(self, blob: bytes) -> list:
+        """[(key, state)] of a frontier blob, each state made of interned components."""
+        comps, rows = marshal.loads(blob)
+        model = self.model
+        by_fp = model.fast.components.by_fp
+        for cfp, kind, values in comps:
+            if cfp not in by_fp:
+                model.learn(kind, component_from_tuple(kind, values))
+        assemble = model.assemble
+        return [(key, assemble(cfps)) for key, cfps in rows]
+
+
+def pack(model, tuples: dict, rows) -> bytes:
+    """One blob of rows (..., state): each state becomes the tuple of its components'
+    fingerprints, and each component goes once into the blob's table as (fingerprint,
+    kind, plain tuple). `tuples` caches the plain tuples by fingerprint."""
+    shipped = model.shipped
+    table: dict = {}
+    out = []
+    for row in rows:
+        cfps = []
+        for cfp, kind, x in shipped(row[-1]):
+            if cfp not in table:
+                t = tuples.get(cfp)
+                if t is None:
+                    t = tuples[cfp] = as_tuple(x)
+                table[cfp] = (cfp, kind, t)
+            cfps.append(cfp)
+        out.append((*row[:-1], tuple(cfps)))
+    return marshal.dumps((tuple(table.values()), tuple(out)), 2)
+
+
 _TOOLS: dict = {}
+BLOB_ROWS = 1 << 15  # successors per blob, at most
 
 
-def _tools(task: _Task):
-    """Model and InvariantSuite of the task's configuration, built once per Python worker
-    (Spark reuses workers across tasks and levels)."""
-    key = (task.cfg, task.invariants, task.properties)
-    if key not in _TOOLS:
-        from kafkamc.invariants.suite import InvariantSuite  # z3: only where states are checked
-
+def _tools(task: _Task) -> Tools:
+    """The Tools of the task's configuration, built once per Python worker (Spark reuses
+    workers across tasks and levels)."""
+    key = (task.cfg, task.checks.digest if task.checks is not None else None)
+    tools = _TOOLS.get(key)
+    if tools is None:
         _TOOLS.clear()
-        names = list(task.invariants) if task.invariants is not None else None
-        _TOOLS[key] = (Model(task.cfg), InvariantSuite(task.cfg, names, task.properties))
-    return _TOOLS[key]
+        tools = _TOOLS[key] = Tools(task)
+    elif task.checks is not None:
+        tools.checks.quiet.update(task.checks.quiet)  # this level's quiet test
+    return tools
 
 
-def _owner(fp: int) -> int:
-    """The partitioner: fingerprint fp belongs to partition fp % P (PySpark applies the % P).
-    One function object for the whole run: Spark tells partitioners apart by its identity."""
-    return fp
+def _owner(key: int) -> int:
+    """The partitioner: records are keyed by the partition that owns them (PySpark applies
+    the % P). One function object for the whole run: Spark tells partitioners apart by its
+    identity."""
+    return key
+
+
+def _only(parts: Iterator[Part]) -> Part:
+    (part,) = parts
+    return part
 
 
 def _expand(task: _Task, split: int, parts: Iterator[Part]) -> Iterator[tuple]:
-    """Successors of this partition's frontier as (child fp, (key, bytes, violated state
-    invariant)), then one (split, (None, Findings)) record, which the shuffle routes back to
-    partition `split`: findings that travel with the data are exact even when tasks re-run,
-    unlike accumulators updated in transformations."""
-    model, suite = _tools(task)
-    check_state = suite.check_state
+    """Successors of this partition's frontier, as (owner, blob of (fp, key, violated state
+    invariant, components) rows) records of at most BLOB_ROWS rows each, then one (split,
+    Findings) record, which the shuffle routes back to partition `split`: findings that
+    travel with the data are exact even when tasks re-run, unlike accumulators updated in
+    transformations. A state is owned by partition owner_key % P (the fingerprint of its
+    controller, as --workers splits them: states that share a controller share most cache
+    entries)."""
+    tools = _tools(task)
+    model, P = tools.model, task.partitions
+    part = _only(parts)
+    visited, emitted = part.visited, set()
+    if isinstance(visited, FingerprintSet):
+        seen = lambda fp: fp in emitted or fp in visited  # noqa: E731
+    else:  # spilled: its merge finds the visited ones, a level at a time
+        seen = emitted.__contains__
     found = Findings()
-    frontier = ((path, decode(data)) for part in parts for path, data in part.frontier)
-    for fp, key, nxt in expand_part(model, frontier, suite, task.unreached, found):
-        yield fp, (key, encode(nxt), check_state(nxt))
+    out: list = [[] for _ in range(P)]
+    owner_of = model.owner_key
+    with cyclic_gc_paused():
+        frontier = tools.states(part.frontier)
+        for fp, key, nxt, bad in expand_fresh(model, frontier, tools.checks, task.unreached, found, seen):
+            emitted.add(fp)
+            rows = out[owner_of(nxt) % P]
+            rows.append((fp, key, bad, nxt))
+            if len(rows) >= BLOB_ROWS:  # a big level leaves in pieces: memory holds one
+                yield owner_of(nxt) % P, pack(model, tools.tuples, rows)
+                rows.clear()
+        records = [(owner, pack(model, tools.tuples, rows)) for owner, rows in enumerate(out) if rows]
     _maybe_fail(task, split, "expand")
-    yield split, (None, found)
+    yield from records
+    yield split, found
 
 
 def _merge(task: _Task, split: int, items: Iterator) -> Iterator[Part]:
     """Partition `split` of parts.union(successors): the previous Part, then the successor
-    records and expand findings this partition owns; yields the next level's Part."""
+    blobs and expand findings this partition owns; yields the next level's Part."""
     old = None
-    best: dict = {}  # fp -> (key, bytes, bad) of its first arrival (smallest key)
-    found = []
+    blobs, found = [], []
     for item in items:
         if isinstance(item, Part):
             old = item
-            continue
-        fp, value = item
-        if value[0] is None:
-            found.append(value[1])
-        elif fp not in best or value[0] < best[fp][0]:
-            best[fp] = value
+        elif isinstance(item[1], Findings):
+            found.append(item[1])
+        else:
+            blobs.append(item[1])
     if old is None:
         raise RuntimeError(f"partition {split} has no visited set: the union is not co-partitioned")
-    fresh = sorted((v[0], fp, v[1], v[2]) for fp, v in best.items() if not _contains(old.visited, fp))
+    visited = old.visited
+    if isinstance(visited, FingerprintSet):
+        known = visited.__contains__
+    else:  # spilled: the level's candidates first, then the runs read once for all of them
+        known = visited.present({row[0] for blob in blobs for row in marshal.loads(blob)[1]}).__contains__
+    best: dict = {}  # fp -> (key, violated state invariant, component fingerprints) of its first arrival
+    table: dict = {}
+    for blob in blobs:
+        comps, rows = marshal.loads(blob)
+        for fp, key, bad, cfps in rows:
+            if not known(fp):
+                first = best.get(fp)
+                if first is None or key < first[0]:
+                    best[fp] = (key, bad, cfps)
+        for c in comps:
+            table[c[0]] = c
+    if isinstance(visited, FingerprintSet):
+        for fp in best:
+            visited.add(fp)
+    else:
+        visited = visited.with_run(best)
+    fresh = sorted(best.items(), key=lambda item: item[1][0])
+    rows = tuple((key, cfps) for _, (key, _, cfps) in fresh)
+    needed = {cfp for _, cfps in rows for cfp in cfps}
     stats = {
         "found": Findings.total(found),
         "new": len(fresh),
-        "min_key": fresh[0][0] if fresh else None,
-        "state_bad": next(((key, bad) for key, _, _, bad in fresh if bad), None),
+        "min_key": rows[0][0] if rows else None,
+        "state_bad": next(((key, bad) for _, (key, bad, _) in fresh if bad), None),
+        "visited_bytes": visited.nbytes,
+        "worker_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
     _maybe_fail(task, split, "merge")
-    yield Part(
-        _merged(old.visited, sorted(fp for _, fp, _, _ in fresh)), [(key, data) for key, _, data, _ in fresh], stats
-    )
+    yield Part(visited, marshal.dumps((tuple(table[c] for c in needed), rows), 2), stats)
 
 
-def _contains(sorted_fps: array, fp: int) -> bool:
-    i = bisect.bisect_left(sorted_fps, fp)
-    return i < len(sorted_fps) and sorted_fps[i] == fp
+def initial_parts(model, entries: list, partitions: int, spill: str | None = None) -> list:
+    """(partition, Part) of level 0 from the initial states' (fp, key, state); with `spill`,
+    each partition's visited set goes to disk under that folder (spill_folder)."""
+    shares: list = [[] for _ in range(partitions)]
+    for fp, key, state in entries:
+        shares[model.owner_key(state) % partitions].append((key, fp, state))
+    out = []
+    for i, share in enumerate(shares):
+        share.sort(key=lambda e: e[0])
+        fps = sorted(fp for _, fp, _ in share)
+        visited: FingerprintSet | SpilledRuns
+        if spill is not None:
+            visited = SpilledRuns(spill_folder(spill, i), head=tuple(fps))
+        else:
+            visited = FingerprintSet()
+            for fp in fps:
+                visited.add(fp)
+        frontier = pack(model, {}, [(key, state) for key, _, state in share])
+        out.append((i, Part(visited, frontier, {})))
+    return out
 
 
-def _merged(sorted_fps: array, new_sorted: list) -> array:
-    if not new_sorted:
-        return sorted_fps
-    # Two sorted runs one after the other: timsort merges them in linear time.
-    return array("Q", sorted(chain(sorted_fps, new_sorted)))
+def spill_folder(root: str, partition: int) -> str:
+    return os.path.join(root, f"partition-{partition}")
 
 
-def _initial_part(items: Iterator) -> Iterator[Part]:
-    """Level 0: the initial states this partition owns, from (fp, (key, fp, bytes)) records."""
-    entries = sorted(v for _, v in items)
-    yield Part(array("Q", sorted(fp for _, fp, _ in entries)), [(key, data) for key, _, data in entries], {})
+def _values(item: tuple) -> Part:
+    return item[1]
 
 
 def _stats_of(part: Part) -> dict:
@@ -166,25 +283,25 @@ def _stats_of(part: Part) -> dict:
 
 
 def _frontier_keys(part: Part) -> list:
-    return [key for key, _ in part.frontier]
+    return [key for key, _ in marshal.loads(part.frontier)[1]]
 
 
 def _count_new_until(cut: bytes, inclusive: bool, part: Part) -> int:
     """States of this level that the local explorer had added when it stopped at `cut`."""
-    return sum(1 for key, _ in part.frontier if key < cut or (inclusive and key == cut))
+    return sum(1 for key in _frontier_keys(part) if key < cut or (inclusive and key == cut))
 
 
 def _count_steps_until(task: _Task, cut: bytes, parts: Iterator[Part]) -> Iterator[tuple]:
     """(steps, coverage) of this partition's parents up to and including the step `cut`. The
     keys of one level have one length, so bytes order is (parent, index) order."""
-    model, _ = _tools(task)
+    tools = _tools(task)
     parent, last = cut[:-2], int.from_bytes(cut[-2:], "big")
     steps, coverage = 0, Counter[str]()
     for part in parts:
-        for path, data in part.frontier:
+        for path, state in tools.states(part.frontier):
             if path > parent:
                 break
-            for index, (action, _) in enumerate(model.successors(decode(data))):
+            for index, (action, _) in enumerate(tools.model.successors(state)):
                 if path == parent and index > last:
                     break
                 steps += 1
@@ -193,7 +310,9 @@ def _count_steps_until(task: _Task, cut: bytes, parts: Iterator[Part]) -> Iterat
 
 
 def _has_successor(task: _Task, parts: Iterator[Part]) -> Iterator[bool]:
-    model, _ = _tools(task)
+    tools = _tools(task)
     yield any(
-        next(iter(model.successors(decode(data))), None) is not None for part in parts for _, data in part.frontier
+        next(iter(tools.model.successors(state)), None) is not None
+        for part in parts
+        for _, state in tools.states(part.frontier)
     )

@@ -194,10 +194,10 @@ def help_when_bare(ctx: click.Context) -> None:
 
 
 # Options of `check` that mean something only with --engine spark.
-SPARK_ONLY = ("spark_master", "partitions", "checkpoint_dir", "spark_conf")
+SPARK_ONLY = ("spark_master", "partitions", "checkpoint_dir", "spark_conf", "spill_dir")
 
 
-def spark_settings(engine, strategy, master, partitions, checkpoint_dir, conf):
+def spark_settings(engine, strategy, master, partitions, checkpoint_dir, conf, spill_dir=None):
     if engine == "reference" and strategy != "bfs":
         raise UsageProblem("--engine reference runs breadth-first only; drop --strategy dfs")
     if engine != "spark":
@@ -214,7 +214,11 @@ def spark_settings(engine, strategy, master, partitions, checkpoint_dir, conf):
         if not sep or not key.strip():
             raise UsageProblem(f"--conf expects KEY=VALUE (got {item!r})")
         pairs.append((key.strip(), value.strip()))
-    return SparkSettings(master=master, partitions=partitions, checkpoint_dir=checkpoint_dir, conf=tuple(pairs))
+    if spill_dir is not None:
+        writable("--spill-dir", spill_dir, directory=True)
+    return SparkSettings(
+        master=master, partitions=partitions, checkpoint_dir=checkpoint_dir, conf=tuple(pairs), spill_dir=spill_dir
+    )
 
 
 def workers_setting(value: str, strategy: str, engine: str) -> int:

@@ -113,6 +113,12 @@ def cli(ctx):
     help="reliable checkpoints for --engine spark (shared storage on a cluster)",
 )
 @click.option(
+    "--spill-dir",
+    default=None,
+    metavar="DIR",
+    help="keep the visited set on disk in DIR as sorted runs (--engine spark); executors' memory then bounds one level",
+)
+@click.option(
     "--conf",
     "spark_conf",
     multiple=True,
@@ -142,6 +148,7 @@ def check(
     partitions,
     checkpoint_dir,
     spark_conf,
+    spill_dir,
     reach,
     trace_out,
     properties_file,
@@ -164,7 +171,7 @@ def check(
             raise UsageProblem(f"unknown invariant {name!r}; `kafkamc invariants` lists them")
     names = [known[n.lower()] for n in invariants] or None
     limits = Limits(max_states=max_states, time_limit=time_limit, max_depth=max_depth)
-    spark = spark_settings(engine, strategy, spark_master, partitions, checkpoint_dir, spark_conf)
+    spark = spark_settings(engine, strategy, spark_master, partitions, checkpoint_dir, spark_conf, spill_dir)
     run = _run_spark_safely(
         cfg,
         strategy,

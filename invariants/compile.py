@@ -6,9 +6,8 @@ a microsecond and computes the same truth value (a test checks this on sampled s
 
 from __future__ import annotations
 
-import re
-
 import z3
+from kafkamc.invariants.source import ConjunctionText, define, needed
 from z3 import z3consts as K
 
 _NARY = {K.Z3_OP_AND: " and ", K.Z3_OP_OR: " or ", K.Z3_OP_ADD: " + ", K.Z3_OP_MUL: " * "}
@@ -21,9 +20,6 @@ _BINARY = {
     K.Z3_OP_SUB: "-",
     K.Z3_OP_IFF: "==",
 }
-
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class CompileError(Exception):
@@ -123,44 +119,28 @@ def compile_function(
     if hoist:
         return Conjunction(params, prelude, [expr], sources).function(name, [0])
     code = to_python(expr, sources)
-    body = "\n    ".join(_needed(prelude, code)) or "pass"
-    return _define(name, f"def {name}({', '.join(params)}):\n    {body}\n    return {code}\n")
+    body = "\n    ".join(needed(prelude, code)) or "pass"
+    return define(name, f"def {name}({', '.join(params)}):\n    {body}\n    return {code}\n")
 
 
-class Conjunction:
-    """Parts of a conjunction turned into Python once, from which a function testing any
-    subset of them is assembled as text: walking the Z3 formulas costs tens of milliseconds,
-    joining and compiling the text about one.
+def Conjunction(params: list[str], prelude: list[str], parts: list, sources: dict[str, str]) -> ConjunctionText:  # noqa: N802 - used as the type it makes
+    """Parts of a conjunction turned into Python once (ConjunctionText): walking the Z3
+    formulas costs tens of milliseconds, joining and compiling the text about one.
 
     Each variable the parts read, and each subformula used in more than one place, is
     computed once into a local first: worth it for a large conjunction that must be
     evaluated whole (every state passes it) and reads the same variables in many places; a
     small formula is better left lazy. Nothing here can raise, so computing a subformula
     that short-circuiting would have skipped changes no result."""
-
-    def __init__(self, params: list[str], prelude: list[str], parts: list, sources: dict[str, str]):
-        locals_: dict[str, str] = {}
-        shared: dict = {}
-        self.params = params
-        self.codes = parts_to_python(parts, _Hoisted(sources, locals_), shared)
-        self.lines = (
-            list(prelude)
-            + [f"{local} = {sources[var]}" for var, local in locals_.items()]
-            + [f"{local} = {source}" for local, source in shared.items()]
-        )
-
-    def function(self, name: str, chosen: list[int]):
-        """`def name(params)` returning the conjunction of the chosen parts (by index)."""
-        code = "(" + " and ".join(self.codes[i] for i in chosen) + ")" if chosen else "True"
-        body = "\n    ".join(_needed(self.lines, code)) or "pass"
-        return _define(name, f"def {name}({', '.join(self.params)}):\n    {body}\n    return {code}\n")
-
-    def bits(self, name: str):
-        """`def name(params)` returning every part's truth value at once, part i as bit i: what
-        the liveness graph stores per state (invariants/liveness.py)."""
-        code = " | ".join(f"(({c}) << {i})" for i, c in enumerate(self.codes)) or "0"
-        body = "\n    ".join(_needed(self.lines, code)) or "pass"
-        return _define(name, f"def {name}({', '.join(self.params)}):\n    {body}\n    return {code}\n")
+    locals_: dict[str, str] = {}
+    shared: dict = {}
+    codes = parts_to_python(parts, _Hoisted(sources, locals_), shared)
+    lines = (
+        list(prelude)
+        + [f"{local} = {sources[var]}" for var, local in locals_.items()]
+        + [f"{local} = {source}" for local, source in shared.items()]
+    )
+    return ConjunctionText(tuple(params), tuple(codes), tuple(lines))
 
 
 def compile_guarded(
@@ -176,30 +156,9 @@ def compile_guarded(
     only the locals it needs (lazy formulas, as compile_function without hoist)."""
     when_code, otherwise_code = to_python(when, sources), to_python(otherwise, sources)
     lines = [f"    if {guard}:"]
-    lines += [f"        {line}" for line in _needed(prelude, when_code)] + [f"        return {when_code}"]
-    lines += [f"    {line}" for line in _needed(prelude, otherwise_code)] + [f"    return {otherwise_code}"]
-    return _define(name, f"def {name}({', '.join(params)}):\n" + "\n".join(lines) + "\n")
-
-
-def _needed(prelude: list[str], code: str) -> list[str]:
-    """The prelude lines that code reads, and the ones those read: the hot path pays for
-    every line."""
-    used = set(_NAME.findall(code))
-    lines = []
-    for line in reversed(prelude):
-        target, source = line.split(" = ", 1)
-        if target in used:
-            lines.append(line)
-            used.update(_NAME.findall(source))
-    return lines[::-1]
-
-
-def _define(name: str, src: str):
-    namespace: dict = {}
-    exec(compile(src, f"<invariant {name}>", "exec"), namespace)
-    fn = namespace[name]
-    fn.source = src
-    return fn
+    lines += [f"        {line}" for line in needed(prelude, when_code)] + [f"        return {when_code}"]
+    lines += [f"    {line}" for line in needed(prelude, otherwise_code)] + [f"    return {otherwise_code}"]
+    return define(name, f"def {name}({', '.join(params)}):\n" + "\n".join(lines) + "\n")
 
 
 class _Hoisted(dict):

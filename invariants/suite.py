@@ -10,6 +10,7 @@ from kafkamc.invariants.catalog import INVARIANTS, Invariant, by_name
 from kafkamc.invariants.compile import Conjunction, compile_function, compile_guarded
 from kafkamc.invariants.properties import PropertyFile
 from kafkamc.invariants.reach import catalog as reach_catalog
+from kafkamc.invariants.source import ShippedChecks
 from kafkamc.invariants.view import View, z3_value
 from kafkamc.spec.config import Config
 
@@ -190,6 +191,23 @@ class InvariantSuite:
         s_c (controller), s_g (ghost), s_b2 (broker 2); p_c ... for the state before."""
         names = f"{self.V.state_name}|{self.P.state_name}"
         return set(re.findall(rf"\b((?:{names})_(?:c|g|b\d+))", source))
+
+    def shipped(self, reach_sets: list) -> ShippedChecks:
+        """This suite's hot path as text, for processes without Z3 (Spark executors), with the
+        quiet test compiled for each tuple of reachability names in reach_sets."""
+        quiet = {}
+        for names in reach_sets:
+            fn = self.quiet_step(list(names))
+            quiet[tuple(names)] = (fn.source, fn.leader_only)
+        return ShippedChecks(
+            self._state_parts,
+            tuple(self._part_reads),
+            tuple((c.inv.name, c.fn.source) for c in self.state_invs),
+            self._all_steps.source,
+            tuple((c.inv.name, c.fn.source) for c in self.action_invs),
+            tuple((r.name, fn.source) for r, fn in self.reach),
+            quiet,
+        )
 
     def reach_expected(self) -> list[str]:
         return [r.name for r, _ in self.reach if r.expected(self.cfg)]
