@@ -96,6 +96,15 @@ class CheckRun:
             return None
         return max(r.depth - 1, 0)
 
+    def _spark_summary(self) -> dict:
+        assert self.spark is not None
+        return {
+            "partitions": self.spark.partitions,
+            "spark_master": self.spark.master,
+            "spill_dir": self.spark.spill_dir,
+            "spark_worker_peak_mib": self.result.worker_peak_mib,
+        }
+
     def summary(self) -> dict:
         r = self.result
         return {
@@ -108,7 +117,7 @@ class CheckRun:
             "strategy": r.strategy,
             "engine": self.engine,
             "workers": self.workers,
-            **({} if self.spark is None else {"partitions": self.spark.partitions, "spark_master": self.spark.master}),
+            **({} if self.spark is None else self._spark_summary()),
             "config": self.config.to_dict(),
             "protocol": self.protocol(),
             "bounds": self.bounds(),

@@ -46,6 +46,7 @@ class Result:
     coverage: Counter = field(default_factory=Counter)
     reached: dict = field(default_factory=dict)  # reachability property -> witness trace
     visited_bytes: int = 0  # the visited set and parent pointers, in bytes
+    worker_peak_mib: float = 0.0  # Spark: the largest Python worker's peak resident memory
 
     @property
     def bytes_per_state(self) -> float:

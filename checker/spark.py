@@ -354,7 +354,8 @@ class _SparkBFS(Tally):
         self.progress(stats)
 
     def _result(self) -> Result:
-        return self.result(bool(self.targets) and self.reached_all)
+        result = self.result(bool(self.targets) and self.reached_all)
+        return dataclasses.replace(result, worker_peak_mib=round(self.worker_peak_mib, 1))
 
     def _cleanup(self) -> None:
         for rdd in self.cached:

@@ -18,6 +18,7 @@ import it from the shipped package zip.
 
 from __future__ import annotations
 
+import gc
 import marshal
 import os
 import resource
@@ -96,12 +97,12 @@ def _maybe_fail(task: _Task, partition: int, stage: str) -> None:
 
 class Tools:
     """A Python worker's model and checks for one configuration, kept warm across tasks and
-    levels, and the plain tuples of the components it has shipped."""
+    levels."""
 
     def __init__(self, task: _Task):
         self.model = Model(task.cfg)
         self.checks = task.checks  # its functions, defined on first use, stay with it
-        self.tuples: dict = {}  # component fingerprint -> as_tuple of it
+        self.floor = resident_mib()  # this worker's memory when these tools were built
 
     def states(self, blob: bytes) -> list:
         """[(key, state)] of a frontier blob, each state made of interned components."""
@@ -115,10 +116,11 @@ class Tools:
         return [(key, assemble(cfps)) for key, cfps in rows]
 
 
-def pack(model, tuples: dict, rows) -> bytes:
+def pack(model, rows) -> bytes:
     """One blob of rows (..., state): each state becomes the tuple of its components'
     fingerprints, and each component goes once into the blob's table as (fingerprint,
-    kind, plain tuple). `tuples` caches the plain tuples by fingerprint."""
+    kind, plain tuple). (A cache of the plain tuples across blobs doubled what a worker
+    holds for each component it ever shipped.)"""
     shipped = model.shipped
     table: dict = {}
     out = []
@@ -126,10 +128,7 @@ def pack(model, tuples: dict, rows) -> bytes:
         cfps = []
         for cfp, kind, x in shipped(row[-1]):
             if cfp not in table:
-                t = tuples.get(cfp)
-                if t is None:
-                    t = tuples[cfp] = as_tuple(x)
-                table[cfp] = (cfp, kind, t)
+                table[cfp] = (cfp, kind, as_tuple(x))
             cfps.append(cfp)
         out.append((*row[:-1], tuple(cfps)))
     return marshal.dumps((tuple(table.values()), tuple(out)), 2)
@@ -139,11 +138,48 @@ _TOOLS: dict = {}
 BLOB_ROWS = 1 << 15  # successors per blob, at most
 
 
+def cache_budget_mib() -> float | None:
+    """How large a Python worker may grow before its caches are dropped: 60% of
+    spark.executor.pyspark.memory (which PySpark passes as PYSPARK_EXECUTOR_MEMORY_MB and
+    enforces as a hard limit), else no bound. The model's caches, not the visited set, are
+    what a worker holds most of: 1.4 GiB after 1.9 million states of a spilled search."""
+    limit = int(os.environ.get("PYSPARK_EXECUTOR_MEMORY_MB", "-1"))
+    return 0.6 * limit if limit > 0 else None
+
+
+def resident_mib() -> float:
+    """This process's resident memory now (Linux /proc; elsewhere its peak)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _malloc_trim() -> None:
+    """Hand the freed heap back to the system (glibc); elsewhere nothing."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def _tools(task: _Task) -> Tools:
     """The Tools of the task's configuration, built once per Python worker (Spark reuses
-    workers across tasks and levels)."""
+    workers across tasks and levels), and built afresh, with empty caches, when the worker
+    has outgrown its budget (cache_budget_mib)."""
     key = (task.cfg, task.checks.digest if task.checks is not None else None)
     tools = _TOOLS.get(key)
+    budget = cache_budget_mib()
+    # Freed memory does not always go back to the system: past a reset, the bound is what
+    # was left then, plus a quarter of the budget.
+    if tools is not None and budget is not None and resident_mib() > max(budget, tools.floor + budget / 4):
+        _TOOLS.clear()
+        tools = None
+        gc.collect()  # the old caches' cycles, if any, before the new ones fill
+        _malloc_trim()
     if tools is None:
         _TOOLS.clear()
         tools = _TOOLS[key] = Tools(task)
@@ -190,9 +226,9 @@ def _expand(task: _Task, split: int, parts: Iterator[Part]) -> Iterator[tuple]:
             rows = out[owner_of(nxt) % P]
             rows.append((fp, key, bad, nxt))
             if len(rows) >= BLOB_ROWS:  # a big level leaves in pieces: memory holds one
-                yield owner_of(nxt) % P, pack(model, tools.tuples, rows)
+                yield owner_of(nxt) % P, pack(model, rows)
                 rows.clear()
-        records = [(owner, pack(model, tools.tuples, rows)) for owner, rows in enumerate(out) if rows]
+        records = [(owner, pack(model, rows)) for owner, rows in enumerate(out) if rows]
     _maybe_fail(task, split, "expand")
     yield from records
     yield split, found
@@ -265,7 +301,7 @@ def initial_parts(model, entries: list, partitions: int, spill: str | None = Non
             visited = FingerprintSet()
             for fp in fps:
                 visited.add(fp)
-        frontier = pack(model, {}, [(key, state) for key, _, state in share])
+        frontier = pack(model, [(key, state) for key, _, state in share])
         out.append((i, Part(visited, frontier, {})))
     return out
 

@@ -51,6 +51,7 @@ def print_run(run: CheckRun) -> None:
     console.print(
         f"fingerprint collision probability (optimistic): {r.collision_probability:.1e}"
         + (f"; visited set {r.bytes_per_state:.1f} bytes/state" if r.visited_bytes else "")
+        + (f"; largest Spark Python worker: {r.worker_peak_mib:,.0f} MiB peak" if r.worker_peak_mib else "")
     )
     console.print("actions fired: " + ", ".join(f"{k} {v:,}" for k, v in sorted(run.coverage().items())))
     for name in run.never_fired():

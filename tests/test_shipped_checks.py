@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 import subprocess
 import sys
 
+import pytest
 from kafkamc.checker.explorer import explore
 from kafkamc.checker.fast import FastModel
 from kafkamc.checker.level import initial_level
@@ -58,6 +60,9 @@ import pickle, sys
 sys.modules["z3"] = None  # any import of z3 now fails
 from kafkamc.checker import spark_tasks as T
 T.BLOB_ROWS = 7  # many blobs per level: a big level leaves in pieces
+built = []
+build = T.Tools.__init__
+T.Tools.__init__ = lambda self, task: built.append(1) or build(self, task)
 task, parts = pickle.loads(sys.stdin.buffer.read())
 total = sum(p.stats.get("new", 0) for p in parts) or {initial}
 while True:
@@ -70,13 +75,16 @@ while True:
     if not new:
         break
     total += new
-print(total, "z3" in sys.modules and sys.modules["z3"] is not None)
+print(total, "z3" in sys.modules and sys.modules["z3"] is not None, len(built))
 """
 
 
-def test_a_search_runs_its_levels_where_z3_cannot_be_imported():
+@pytest.mark.parametrize("memory_mb, fresh_tools", [(None, 1), ("1", 5)])
+def test_a_search_runs_its_levels_where_z3_cannot_be_imported(memory_mb, fresh_tools):
     """What an executor runs (expand, then merge, level after level) needs the package and
-    the standard library only: the checks arrive compiled."""
+    the standard library only: the checks arrive compiled. Under a memory budget below what
+    the worker holds (spark.executor.pyspark.memory, passed as PYSPARK_EXECUTOR_MEMORY_MB),
+    every task starts with fresh tools, and the answers stay the same."""
     suite = InvariantSuite(SMALL)
     model = FastModel(SMALL)
     initial, _, _ = initial_level(model, suite)
@@ -88,7 +96,9 @@ def test_a_search_runs_its_levels_where_z3_cannot_be_imported():
         input=pickle.dumps((task, parts)),
         capture_output=True,
         check=True,
+        env={**os.environ, **({"PYSPARK_EXECUTOR_MEMORY_MB": memory_mb} if memory_mb else {})},
     )
-    distinct, imported = out.stdout.decode().split()
+    distinct, imported, built = out.stdout.decode().split()
     assert int(distinct) == explore(FastModel(SMALL)).distinct_states  # every reachable state
     assert imported == "False"
+    assert int(built) >= fresh_tools if memory_mb else int(built) == 1
