@@ -25,7 +25,8 @@ BENCH_CONFIG = Config()  # the default check: `kafkamc check --rf 3 --minisr 2`
 LARGE_CONFIG = Config(rf=3, minisr=2, max_records=2, max_clean_shutdowns=2, max_hard_crashes=0, max_isr_shrinks=2)
 
 # name -> (config, engine). The engines: "local" (one process), "workers[N]" (--workers N),
-# "spark-local[T]" (Spark local mode with T threads and T partitions).
+# "spark-local[T]" (Spark local mode with T threads and T partitions), "simulate" (--simulate
+# with SIMULATE_RUN's walks, one process).
 RUNS = {
     "default": (BENCH_CONFIG, "local"),
     "default-no-symmetry": (replace(BENCH_CONFIG, symmetry=False), "local"),
@@ -35,7 +36,9 @@ RUNS = {
     "large-workers[2]": (LARGE_CONFIG, "workers[2]"),
     "large-spark-local[2]": (LARGE_CONFIG, "spark-local[2]"),
     "large-no-symmetry": (replace(LARGE_CONFIG, symmetry=False), "local"),
+    "simulate-default": (BENCH_CONFIG, "simulate"),
 }
+SIMULATE_RUN = (200, 100, 0)  # walks, steps at most per walk, seed
 QUICK = ("default", "default-workers[2]", "default-no-symmetry")
 
 
@@ -64,6 +67,12 @@ def run_one(name: str) -> dict:
         from kafkamc.invariants.suite import InvariantSuite
 
         result = explore(FastModel(cfg), InvariantSuite(cfg))
+    elif engine == "simulate":
+        from kafkamc.checker.fast import FastModel
+        from kafkamc.checker.simulate import Simulation, simulate
+        from kafkamc.invariants.suite import InvariantSuite
+
+        result = simulate(FastModel(cfg), InvariantSuite(cfg), Simulation(*SIMULATE_RUN))
     elif engine.startswith("workers["):
         from kafkamc.checker.fast import FastModel
         from kafkamc.checker.workers import explore_workers
@@ -92,7 +101,13 @@ def run_one(name: str) -> dict:
         "peak_worker_memory_mib": round(peak_children_mib()) if engine.startswith("workers[") else None,
         "visited_bytes_per_state": round(result.bytes_per_state, 1) if not engine.startswith("spark") else None,
         "collision_probability": float(f"{result.collision_probability:.1e}"),
+        **({} if engine != "simulate" else _walk_rates(result, elapsed)),
     }
+
+
+def _walk_rates(result, elapsed: float) -> dict:
+    """A simulation's own rates, end to end as the rest of the row."""
+    return {"walks_per_s": round(result.walks / elapsed, 1), "steps_per_s": round(result.steps / elapsed)}
 
 
 def run_table(names) -> dict:

@@ -10,6 +10,7 @@ from kafkamc.checker.fast import FastModel
 from kafkamc.checker.liveness import LivenessReport, ReferenceGraph, check_liveness, symmetry_for_liveness
 from kafkamc.checker.progress import Progress
 from kafkamc.checker.search import Limits, Result
+from kafkamc.checker.simulate import SimResult, Simulation, run_simulation
 from kafkamc.invariants.lasso import lasso_problem
 from kafkamc.invariants.liveness import FAIRNESS, LivenessSuite, is_liveness
 from kafkamc.invariants.liveness import by_name as liveness_by_name
@@ -132,6 +133,7 @@ class CheckRun:
             "reached": self.reached(),
             "vacuity_warnings": self.vacuity_warnings(),
             "liveness": None if self.liveness is None else self.liveness.to_dict(),
+            **({"simulation": r.simulation} if isinstance(r, SimResult) else {}),
             "violation": None
             if r.violation is None
             else {
@@ -182,6 +184,7 @@ def run_check(
     reference: bool = False,
     properties: PropertyFile | None = None,
     liveness: bool = False,
+    simulate: Simulation | None = None,
 ) -> CheckRun:
     """Explore; `reach` names reachability properties to search for (stop once all are seen).
 
@@ -200,9 +203,13 @@ def run_check(
     for name in reach:
         if name not in known:
             raise ConfigError(f"unknown reachability property {name!r}; properties: {', '.join(known)}")
-    with Progress(enabled=progress, strategy=strategy) as reporter:
+    with Progress(enabled=progress, strategy=None if simulate else strategy) as reporter:
         if only_liveness:
             result = Result("holds", "bfs", 0, 0, 0, 0.0)
+        elif simulate is not None:  # random walks (checker/simulate.py); their verdict is never "holds"
+            result = run_simulation(
+                model, suite, simulate, limits, reporter if progress else None, workers, spark, invariants, properties
+            )
         elif reference:
             from kafkamc.checker.reference import explore_reference
 

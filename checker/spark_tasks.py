@@ -211,7 +211,7 @@ def _expand(task: _Task, split: int, parts: Iterator[Part]) -> Iterator[tuple]:
     tools = _tools(task)
     model, P = tools.model, task.partitions
     part = _only(parts)
-    visited, emitted = part.visited, set()
+    visited, emitted = part.visited, set[int]()
     if isinstance(visited, FingerprintSet):
         seen = lambda fp: fp in emitted or fp in visited  # noqa: E731
     else:  # spilled: its merge finds the visited ones, a level at a time

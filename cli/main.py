@@ -1,4 +1,4 @@
-"""The kafkamc command line. Exit status: 0 holds, 1 violated, 2 bad input, 3 stopped at a limit."""
+"""The kafkamc command line. Exit status: 0 holds (or nothing found), 1 violated, 2 bad input, 3 stopped at a limit."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from kafkamc.cli.common import (
     workers_setting,
     writable,
 )
+from kafkamc.cli.simulate import simulate_options, simulation_settings
 from kafkamc.cli.summary import print_run
 from kafkamc.invariants.catalog import INVARIANTS
 from kafkamc.invariants.liveness import CATALOG as LIVENESS
@@ -82,7 +83,7 @@ def cli(ctx):
     default="auto",
     show_default=True,
     metavar="N|auto",
-    help="local BFS across N processes; auto: one per CPU (at most 8), one for dfs",
+    help="local BFS (or --simulate walks) across N processes; auto: one per CPU (at most 8), one for dfs",
 )
 @click.option(
     "--engine",
@@ -133,6 +134,7 @@ def cli(ctx):
     help="search for a shortest path to this reachability property and save it (repeatable)",
 )
 @properties_option("a Python file of your own invariants and reachability properties (see examples/properties.py)")
+@simulate_options
 @click.option("--json", "as_json", is_flag=True, help="print one JSON summary on stdout")
 @click.option("--quiet", is_flag=True, help="no progress on stderr")
 def check(
@@ -158,6 +160,7 @@ def check(
 ):
     """Explore every reachable state within the bounds and check the invariants."""
     cfg = build_config(config_flags)
+    simulate = simulation_settings(config_flags)  # cli/simulate.py: random walks in place of the search
     workers = workers_setting(workers, strategy, engine)
     for name, value in (("--max-states", max_states), ("--max-depth", max_depth), ("--time-limit", time_limit)):
         positive(name, value)
@@ -185,6 +188,7 @@ def check(
         reference=engine == "reference",
         properties=properties,
         liveness=liveness,
+        simulate=simulate,
     )
     if as_json:
         click.echo(json.dumps(run.summary(), indent=1))
@@ -192,9 +196,8 @@ def check(
         print_run(run)
     if reach and run.result.verdict == "holds":
         return EXIT_VIOLATED  # exhausted without reaching the target: unreachable within the bounds
-    return {"holds": EXIT_HOLDS, "reached": EXIT_HOLDS, "violated": EXIT_VIOLATED, "incomplete": EXIT_INCOMPLETE}[
-        run.result.verdict
-    ]
+    verdicts = {"holds": EXIT_HOLDS, "reached": EXIT_HOLDS, "violated": EXIT_VIOLATED, "incomplete": EXIT_INCOMPLETE}
+    return {**verdicts, "no violation found": EXIT_HOLDS}[run.result.verdict]
 
 
 def _run_spark_safely(
@@ -210,6 +213,7 @@ def _run_spark_safely(
     reference=False,
     properties=None,
     liveness=False,
+    simulate=None,
 ):
     """A worker or a Spark that fails is bad input for this machine: one line, exit 2."""
     from kafkamc.checker.workers import WorkerFailed
@@ -225,6 +229,7 @@ def _run_spark_safely(
             reach=reach,
             properties=properties,
             liveness=liveness,
+            simulate=simulate,
             **engine,
         )
 
@@ -410,6 +415,7 @@ def bench(as_json, everything, names):
             f"= {r['distinct_states_per_s']:,} states/s; peak memory {r['peak_memory_mib']:,} MiB"
             + (f" (each worker at most {r['peak_worker_memory_mib']:,} MiB)" if r["peak_worker_memory_mib"] else "")
             + per_state
+            + (f"; {r['walks_per_s']:,} walks/s, {r['steps_per_s']:,} steps/s" if "walks_per_s" in r else "")
         )
     return EXIT_HOLDS
 

@@ -68,7 +68,11 @@ def print_run(run: CheckRun) -> None:
         )
     if run.liveness is not None:
         _print_liveness(console, run)
-    if r.verdict == "reached":
+    if r.strategy == "simulate":  # --simulate: the walks' numbers, and a verdict that is never "holds"
+        from kafkamc.cli.simulate import print_simulation
+
+        print_simulation(console, run, _saved(run))
+    elif r.verdict == "reached":
         console.print(
             f"[bold green]reached[/bold green]: {', '.join(run.reach_targets)}; shortest witness {_saved(run)}"
         )
