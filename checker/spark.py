@@ -138,6 +138,7 @@ class _SparkBFS(Tally):
         checks = self.suite.shipped([tuple(self.unreached)])
         self.base = _Task(self.cfg, checks, partitions, faults=faults, spill=self.spill)
         self.worker_peak_mib = 0.0  # the largest Python worker's peak resident memory
+        self.shuffled = (0, 0)  # successor rows, and their bytes, that crossed the shuffle
         self.queue = 0
         self.min_key: bytes | None = None  # the first state of the frontier, in BFS order
         self.reached_all = False
@@ -235,6 +236,8 @@ class _SparkBFS(Tally):
         }
         self.visited_bytes = sum(s["visited_bytes"] for s in stats)
         self.worker_peak_mib = max([self.worker_peak_mib, *(s["worker_peak_mib"] for s in stats)])
+        for s in stats:
+            self.shuffled = (self.shuffled[0] + s["shuffled"][0], self.shuffled[1] + s["shuffled"][1])
         for s in stats:
             totals["state_bad"] = smaller(totals["state_bad"], s["state_bad"])
         return nxt, totals
@@ -350,7 +353,7 @@ class _SparkBFS(Tally):
             return
         stats = self.stats(self.queue, final)
         stats.update(level=level, new=new, level_seconds=seconds, level_rate=new / seconds if seconds > 0 else 0.0)
-        stats.update(worker_peak_mib=self.worker_peak_mib, visited_bytes=self.visited_bytes)
+        stats.update(worker_peak_mib=self.worker_peak_mib, visited_bytes=self.visited_bytes, shuffled=self.shuffled)
         self.progress(stats)
 
     def _result(self) -> Result:

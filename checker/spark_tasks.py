@@ -271,8 +271,10 @@ def _merge(task: _Task, split: int, items: Iterator) -> Iterator[Part]:
         known = visited.present({row[0] for blob in blobs for row in marshal.loads(blob)[1]}).__contains__
     best: dict = {}  # fp -> (key, violated state invariant, component fingerprints) of its first arrival
     table: dict = {}
+    received = 0
     for blob in blobs:
         comps, rows = marshal.loads(blob)
+        received += len(rows)
         for fp, key, bad, cfps in rows:
             if not known(fp):
                 first = best.get(fp)
@@ -295,6 +297,7 @@ def _merge(task: _Task, split: int, items: Iterator) -> Iterator[Part]:
         "state_bad": next(((key, bad) for _, (key, bad, _) in fresh if bad), None),
         "visited_bytes": visited.nbytes,
         "worker_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "shuffled": (received, sum(map(len, blobs))),  # successor rows and their bytes
     }
     _maybe_fail(task, split, "merge")
     yield Part(visited, marshal.dumps((tuple(table[c] for c in needed), rows), 2), stats)
