@@ -32,6 +32,9 @@ RUNS = {
     "default-no-symmetry": (replace(BENCH_CONFIG, symmetry=False), "local"),
     "default-workers[2]": (BENCH_CONFIG, "workers[2]"),
     "default-spark-local[2]": (BENCH_CONFIG, "spark-local[2]"),
+    # A standalone master and 2 workers of 1 core on loopback (checker/spark_cluster.py), started
+    # before the clock starts: elapsed_s is the check's, the application's start included.
+    "default-spark-standalone[2]": (BENCH_CONFIG, "spark-standalone[2]"),
     "large": (LARGE_CONFIG, "local"),
     "large-workers[2]": (LARGE_CONFIG, "workers[2]"),
     "large-spark-local[2]": (LARGE_CONFIG, "spark-local[2]"),
@@ -79,12 +82,23 @@ def run_one(name: str) -> dict:
         from kafkamc.invariants.suite import InvariantSuite
 
         result = explore_workers(FastModel(cfg), InvariantSuite(cfg), int(engine[len("workers[") : -1]))
+    elif engine.startswith("spark-standalone["):
+        from kafkamc.checker.spark import explore_spark
+        from kafkamc.checker.spark_cluster import standalone_cluster
+
+        n = int(engine[len("spark-standalone[") : -1])
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the executors' Python: see spark_cluster
+        with standalone_cluster(workers=n, cores=1, memory="3g") as cluster:
+            start = time.monotonic()
+            result = explore_spark(cfg, None, partitions=n, master=cluster.master_url, conf=cluster.driver_conf())
+            elapsed = time.monotonic() - start
     else:
         from kafkamc.checker.spark import explore_spark
 
         threads = int(engine[len("spark-local[") : -1])
         result = explore_spark(cfg, None, partitions=threads, master=f"local[{threads}]")
-    elapsed = time.monotonic() - start
+    if not engine.startswith("spark-standalone["):
+        elapsed = time.monotonic() - start
     return {
         "run": name,
         "config": describe(cfg),
