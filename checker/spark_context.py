@@ -188,10 +188,13 @@ def _start(master: str | None, conf: Mapping, workdir: Path):
         _require_java()
     # Before the JVM starts, so that it and the Python workers it forks inherit them.
     os.environ.setdefault("PYTHONHASHSEED", "0")
+    # The executors' Python: the driver hands them $PYSPARK_PYTHON (else `python3` on their
+    # PATH). spark.pyspark.python is read by spark-submit only; here it sets the same thing.
+    if conf.get("spark.pyspark.python"):
+        os.environ["PYSPARK_PYTHON"] = str(conf["spark.pyspark.python"])
     if master is not None and master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        # PySpark starts workers with $PYSPARK_PYTHON, else python3 from the PATH; locally they
-        # must run this interpreter, which has z3 and our other dependencies.
+        # Locally, the Python workers run this interpreter (the same version as the driver).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway

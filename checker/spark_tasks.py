@@ -24,12 +24,12 @@ import os
 import resource
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from kafkamc.checker.codec import component_from_tuple
+from kafkamc.checker.explorer import cyclic_gc_paused
 from kafkamc.checker.fast import FastModel as Model
 from kafkamc.checker.level import Findings, expand_fresh
 from kafkamc.checker.spill import SpilledRuns
@@ -156,21 +156,6 @@ def resident_mib() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-@contextmanager
-def _collector_off():
-    """The cyclic collector off during a task (see explorer.cyclic_gc_paused: it rescans
-    the caches to find nothing). Unlike the local search, nothing is frozen afterwards: a
-    Python worker runs task after task, and frozen objects are never collected, so the
-    caches dropped at a reset (_tools) would stay."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def _malloc_trim() -> None:
     """Hand the freed heap back to the system (glibc); elsewhere nothing."""
     try:
@@ -193,8 +178,11 @@ def _tools(task: _Task) -> Tools:
     if tools is not None and budget is not None and resident_mib() > max(budget, tools.floor + budget / 4):
         _TOOLS.clear()
         tools = None
-        gc.unfreeze()  # frozen objects are never collected
-        gc.collect()  # the old caches' cycles, before the new ones fill
+        # Each task ends by freezing what it made (explorer.cyclic_gc_paused), and frozen
+        # objects are never collected: without this the dropped caches stayed, and a spilled
+        # run of 15 million states died of MemoryError at level 18.
+        gc.unfreeze()
+        gc.collect()
         _malloc_trim()
     if tools is None:
         _TOOLS.clear()
@@ -235,7 +223,7 @@ def _expand(task: _Task, split: int, parts: Iterator[Part]) -> Iterator[tuple]:
     found = Findings()
     out: list = [[] for _ in range(P)]
     owner_of = model.owner_key
-    with _collector_off():
+    with cyclic_gc_paused():
         frontier = tools.states(part.frontier)
         for fp, key, nxt, bad in expand_fresh(model, frontier, tools.checks, task.unreached, found, seen):
             emitted.add(fp)

@@ -7,10 +7,9 @@ takes about 8 s to start, and each run adds about 10 s for the application and i
 
 What a run on the cluster needs from its environment:
   * PYSPARK_PYTHON in the driver's environment. PySpark's driver sends that path (default:
-    `python3`) to the executors, which run it from their worker's PATH; the conf
-    spark.pyspark.python is only read by spark-submit, so `--conf spark.pyspark.python=...`
-    does not help `kafkamc check`. The cluster here runs with this venv's bin/ taken off its
-    PATH, so a run without PYSPARK_PYTHON would fail (No module named 'z3').
+    `python3`) to the executors, which run it from their worker's PATH (kafkamc also takes
+    `--conf spark.pyspark.python=...` for it). Here it is the bare interpreter this venv was
+    made from: executors need the standard library only.
   * spark.driver.host and spark.driver.bindAddress = 127.0.0.1, so that the executors reach
     the driver on loopback whatever the machine's name resolves to.
 """
@@ -74,8 +73,23 @@ def spark_args(cluster: Cluster, *args: str) -> list[str]:
     return [EXE, "check", *args, "--engine", "spark", "--spark-master", cluster.master_url, "--partitions", "2", *conf]
 
 
+# The executors run the interpreter this venv was made from: the standard library and none of
+# kafkamc's dependencies (test_executors_need_only_the_standard_library). Everything they run
+# arrives with the job: kafkamc as a zip, the invariants compiled to Python text.
+BARE_PYTHON = getattr(sys, "_base_executable", sys.executable)
+
+
 def driver_env() -> dict[str, str]:
-    return {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    return {**os.environ, "PYSPARK_PYTHON": BARE_PYTHON}
+
+
+def test_executors_need_only_the_standard_library():
+    """The Python every test here gives the executors has no z3, networkx, click or rich."""
+    for module in ("z3", "networkx", "click", "rich"):
+        p = subprocess.run([BARE_PYTHON, "-c", f"import {module}"], capture_output=True, text=True)
+        if p.returncode == 0:
+            pytest.skip(f"{BARE_PYTHON} has {module}: no bare interpreter to give the executors here")
+        assert "ModuleNotFoundError" in p.stderr
 
 
 def local(tmp_path: Path, *args: str) -> tuple[dict, dict | None]:
