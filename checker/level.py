@@ -59,6 +59,17 @@ class Findings:
         return out
 
 
+def note_step(found: Findings, check_step, reach: list, state, nxt, key: bytes) -> None:
+    """A step the quiet test did not pass: the first (by key) that breaks a step invariant,
+    and the first that shows each reachability property still sought."""
+    bad = check_step(state, nxt)
+    if bad:
+        found.action_bad = smaller(found.action_bad, (key, bad))
+    for name, fn in reach:
+        if fn(state, nxt) and (name not in found.reach or key < found.reach[name]):
+            found.reach[name] = key
+
+
 def expand_part(
     model, frontier: Iterable[tuple], checks, unreached, found: Findings, deadline: float | None = None
 ) -> Iterator[tuple]:
@@ -79,12 +90,7 @@ def expand_part(
                 fired[type(action)] += 1
                 k = key + index_bytes(index)
                 if not quiet(state, nxt):
-                    bad = check_step(state, nxt)
-                    if bad:
-                        found.action_bad = smaller(found.action_bad, (k, bad))
-                    for name, fn in reach:
-                        if fn(state, nxt) and (name not in found.reach or k < found.reach[name]):
-                            found.reach[name] = k
+                    note_step(found, check_step, reach, state, nxt, k)
                 yield fp, k, nxt
     finally:
         found.generated += sum(fired.values())
@@ -121,12 +127,7 @@ def expand_fresh(
             for index, _action, nxt, fp, fresh in model.transitions(state, is_new, quiet, fired):
                 k = key + index_bytes(index)
                 if not fresh:
-                    bad = check_step(state, nxt)
-                    if bad:
-                        found.action_bad = smaller(found.action_bad, (k, bad))
-                    for name, fn in reach:
-                        if fn(state, nxt) and (name not in found.reach or k < found.reach[name]):
-                            found.reach[name] = k
+                    note_step(found, check_step, reach, state, nxt, k)
                     if seen(fp):
                         continue
                     fresh = UNKNOWN

@@ -52,6 +52,13 @@ class ConjunctionText:
         code = "(" + " and ".join(self.codes[i] for i in chosen) + ")" if chosen else "True"
         return self._define(name, code)
 
+    def changed_test(self, part_reads, changed: int):
+        """The test of the parts that read a component in `changed` (a bitmask; part i reads
+        part_reads[i]; -1: every part): InvariantSuite.state_test's function."""
+        chosen = [i for i, reads in enumerate(part_reads) if reads & changed]
+        name = "AllStateInvariants" if changed == -1 else f"StateInvariantsChanged{changed:x}"
+        return self.function(name, chosen)
+
     def bits(self, name: str):
         """`def name(params)` returning every part's truth value at once, part i as bit i: what
         the liveness graph stores per state (invariants/liveness.py)."""
@@ -102,9 +109,7 @@ class ShippedChecks:
         key = ("state", changed)
         fn = self._fns.get(key)
         if fn is None:
-            chosen = [i for i, reads in enumerate(self.part_reads) if reads & changed]
-            name = "AllStateInvariants" if changed == -1 else f"StateInvariantsChanged{changed:x}"
-            fn = self._fns[key] = self.state_parts.function(name, chosen)
+            fn = self._fns[key] = self.state_parts.changed_test(self.part_reads, changed)
         return fn
 
     def check_step(self, prev, state) -> str | None:

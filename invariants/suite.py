@@ -110,9 +110,7 @@ class InvariantSuite:
         that changes one follower leaves most of the parts alone."""
         fn = self._state_tests.get(changed)
         if fn is None:
-            chosen = [i for i, reads in enumerate(self._part_reads) if reads & changed]
-            name = "AllStateInvariants" if changed == -1 else f"StateInvariantsChanged{changed:x}"
-            fn = self._state_tests[changed] = self._state_parts.function(name, chosen)
+            fn = self._state_tests[changed] = self._state_parts.changed_test(self._part_reads, changed)
         return fn
 
     def _reads(self, formula: z3.BoolRef) -> int:
