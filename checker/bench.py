@@ -63,6 +63,7 @@ def peak_children_mib() -> float:
 def run_one(name: str) -> dict:
     """One run of the table, in this process."""
     cfg, engine = RUNS[name]
+    levels: list = []  # Spark's progress reports: the last one has the shuffle's totals
     start = time.monotonic()
     if engine == "local":
         from kafkamc.checker.explorer import explore
@@ -90,13 +91,15 @@ def run_one(name: str) -> dict:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the executors' Python: see spark_cluster
         with standalone_cluster(workers=n, cores=1, memory="3g") as cluster:
             start = time.monotonic()
-            result = explore_spark(cfg, None, partitions=n, master=cluster.master_url, conf=cluster.driver_conf())
+            result = explore_spark(
+                cfg, None, partitions=n, master=cluster.master_url, conf=cluster.driver_conf(), progress=levels.append
+            )
             elapsed = time.monotonic() - start
     else:
         from kafkamc.checker.spark import explore_spark
 
         threads = int(engine[len("spark-local[") : -1])
-        result = explore_spark(cfg, None, partitions=threads, master=f"local[{threads}]")
+        result = explore_spark(cfg, None, partitions=threads, master=f"local[{threads}]", progress=levels.append)
     if not engine.startswith("spark-standalone["):
         elapsed = time.monotonic() - start
     return {
@@ -109,14 +112,27 @@ def run_one(name: str) -> dict:
         "depth": result.depth,
         "elapsed_s": round(elapsed, 2),
         "distinct_states_per_s": round(result.distinct_states / elapsed),
-        # This process's peak, plus for --workers the largest worker's; Spark's Python
-        # workers and JVM are not counted.
+        # This process's peak, plus the largest worker's: a --workers process, or a Spark
+        # Python worker (Spark's JVMs are not counted).
         "peak_memory_mib": round(peak_memory_mib()),
-        "peak_worker_memory_mib": round(peak_children_mib()) if engine.startswith("workers[") else None,
+        "peak_worker_memory_mib": _worker_peak(engine, result),
+        **(_shuffled(levels[-1]["shuffled"], result.distinct_states) if levels else {}),
         "visited_bytes_per_state": round(result.bytes_per_state, 1) if not engine.startswith("spark") else None,
         "collision_probability": float(f"{result.collision_probability:.1e}"),
         **({} if engine != "simulate" else _walk_rates(result, elapsed)),
     }
+
+
+def _worker_peak(engine: str, result) -> int | None:
+    if engine.startswith("workers["):
+        return round(peak_children_mib())
+    return round(result.worker_peak_mib) if engine.startswith("spark") else None
+
+
+def _shuffled(shuffled: tuple, distinct: int) -> dict:
+    """What crossed Spark's shuffle, per distinct state: successor rows and bytes."""
+    rows, nbytes = shuffled
+    return {"shuffled_rows_per_state": round(rows / distinct, 2), "shuffled_bytes_per_state": round(nbytes / distinct)}
 
 
 def _walk_rates(result, elapsed: float) -> dict:

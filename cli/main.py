@@ -416,6 +416,7 @@ def bench(as_json, everything, names):
             + (f" (each worker at most {r['peak_worker_memory_mib']:,} MiB)" if r["peak_worker_memory_mib"] else "")
             + per_state
             + (f"; {r['walks_per_s']:,} walks/s, {r['steps_per_s']:,} steps/s" if "walks_per_s" in r else "")
+            + (f"; shuffled {r['shuffled_bytes_per_state']:,} B/state" if "shuffled_bytes_per_state" in r else "")
         )
     return EXIT_HOLDS
 
