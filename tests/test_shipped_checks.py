@@ -75,14 +75,16 @@ while True:
     if not new:
         break
     total += new
-print(total, "z3" in sys.modules and sys.modules["z3"] is not None, len(built))
+third_party = [m for m in ("z3", "networkx", "click", "rich") if sys.modules.get(m) is not None]
+print(total, bool(third_party), len(built))
 """
 
 
 @pytest.mark.parametrize("memory_mb, fresh_tools", [(None, 1), ("1", 5)])
 def test_a_search_runs_its_levels_where_z3_cannot_be_imported(memory_mb, fresh_tools):
     """What an executor runs (expand, then merge, level after level) needs the package and
-    the standard library only: the checks arrive compiled. Under a memory budget below what
+    the standard library only (no z3, networkx, click or rich is imported): the checks
+    arrive compiled. Under a memory budget below what
     the worker holds (spark.executor.pyspark.memory, passed as PYSPARK_EXECUTOR_MEMORY_MB),
     every task starts with fresh tools, and the answers stay the same."""
     suite = InvariantSuite(SMALL)
