@@ -25,8 +25,9 @@ from kafkamc.checker.simulate import Batch, SimResult, Simulation, Tally, deadli
 from kafkamc.checker.spark_context import SparkJobFailed, _python_error, ship_package, spark_context
 from kafkamc.spec.config import Config
 
-if TYPE_CHECKING:  # z3 is imported only where states are checked
+if TYPE_CHECKING:
     from kafkamc.invariants.properties import PropertyFile
+    from kafkamc.invariants.source import ShippedChecks
 
 FIRST_ROUND = 8  # walks per task in the first round; each round doubles it
 LARGEST_ROUND = 4096
@@ -37,8 +38,7 @@ class _WalkTask:
     """What every task of a run needs: small, pickled with each task."""
 
     cfg: Config
-    invariants: tuple | None
-    properties: PropertyFile | None
+    checks: ShippedChecks  # the driver's compiled invariants as text: executors need no Z3
     sim: Simulation
     deadline: float | None  # time.time(): executors compare it with their own clock
 
@@ -47,16 +47,14 @@ _TOOLS: dict = {}
 
 
 def _tools(task: _WalkTask):
-    """FastModel and InvariantSuite of the task's configuration, built once per Python worker
-    (Spark reuses workers across tasks), replaced when another configuration comes."""
-    key = (task.cfg, task.invariants, task.properties)
+    """FastModel and the shipped checks of the task's configuration, kept once per Python
+    worker (Spark reuses workers across tasks), replaced when another configuration comes."""
+    key = (task.cfg, task.checks.digest)
     if key not in _TOOLS:
         from kafkamc.checker.fast import FastModel
-        from kafkamc.invariants.suite import InvariantSuite  # z3: only where states are checked
 
         _TOOLS.clear()
-        names = list(task.invariants) if task.invariants is not None else None
-        _TOOLS[key] = (FastModel(task.cfg), InvariantSuite(task.cfg, names, task.properties))
+        _TOOLS[key] = (FastModel(task.cfg), task.checks)
     return _TOOLS[key]
 
 
@@ -110,8 +108,14 @@ def simulate_spark(
         with spark_context(master, conf) as own:
             return simulate_spark(cfg, invariants, sim, limits, tasks, None, None, progress, properties, own, tools)
     ship_package(sc)
-    task = _WalkTask(cfg, None if invariants is None else tuple(invariants), properties, sim, deadline_of(limits))
+    if tools is None:
+        from kafkamc.checker.fast import FastModel
+        from kafkamc.invariants.suite import InvariantSuite
+
+        names = None if invariants is None else list(invariants)
+        tools = (FastModel(cfg), InvariantSuite(cfg, names, properties))
+    model, suite = tools
+    task = _WalkTask(cfg, suite.shipped([]), sim, deadline_of(limits))
     tally = Tally(sim, limits)
     gather(tally, _batches(sc, task, max(1, tasks)), progress)
-    model, suite = tools if tools is not None else _tools(task)
     return finish(model, suite, tally)
