@@ -53,14 +53,17 @@ class CheckRun:
         return {name: self.result.coverage.get(name, 0) for name in self.action_names}
 
     def never_fired(self) -> list:
-        """Actions that never fired, but for those whose protocol rule is not in force (Next
-        declares the rule an action belongs to)."""
+        """Actions that never fired, but for those whose protocol rule or Kafka setting is not
+        in force (Next declares the rule or setting an action belongs to)."""
         out = []
         for a in NEXT:
             rule = a.rule
             if a.rare:
                 continue
-            if self.coverage().get(a.name, 0) == 0 and not (rule and self.config.rule(rule[0]) not in rule[1]):
+            off = (rule and self.config.rule(rule[0]) not in rule[1]) or (
+                a.setting and getattr(self.config, a.setting[0]) != a.setting[1]
+            )
+            if self.coverage().get(a.name, 0) == 0 and not off:
                 out.append(a.name)
         return out
 

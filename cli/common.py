@@ -29,6 +29,7 @@ CONFIG_OPTION_NAMES = (
     "minisr",
     "acks",
     "unclean",
+    "auto_rebalance",
     "era",
     "rules",
     "elr",
@@ -69,6 +70,14 @@ _CONFIG_OPTIONS = (
         default=DEFAULTS.unclean,
         show_default=True,
         help="unclean.leader.election.enable: an out-of-sync replica may become leader",
+    ),
+    click.option(
+        "--auto-leader-rebalance/--no-auto-leader-rebalance",
+        "auto_rebalance",
+        default=DEFAULTS.auto_rebalance,
+        show_default=True,
+        help="auto.leader.rebalance.enable: the controller itself moves leadership back to the preferred "
+        "replica (AutoLeaderRebalance, within --max-leader-elections); off, only an operator's ElectLeaders does",
     ),
     click.option(
         "--protocol",

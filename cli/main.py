@@ -263,6 +263,7 @@ def list_protocols(as_json):
                             "values": list(r.values),
                             "meaning": r.meaning,
                             "changes": [{"value": v, "release": rel, "ref": ref} for v, rel, ref in r.changes],
+                            "proposed": [{"value": v, "ref": ref} for v, ref in r.proposed],
                         }
                         for r in RULES
                     ],
@@ -276,7 +277,10 @@ def list_protocols(as_json):
     console = make_console()
     console.print("[bold]rules[/bold] (--rule NAME=VALUE), oldest behaviour first:")
     for r in RULES:
-        history = "; ".join(f"{v} since {rel} ({ref})" for v, rel, ref in r.changes)
+        history = "; ".join(
+            [f"{v} since {rel} ({ref})" for v, rel, ref in r.changes]
+            + [f"{v} proposed, in no release ({ref})" for v, ref in r.proposed]
+        )
         console.print(f"  [bold]{r.name}[/bold] = {' | '.join(r.values)}: {r.meaning}. {history}.")
     console.print("[bold]presets[/bold] (--protocol ERA), each as the rules that differ from the newest:")
     newest = PRESETS[NEWEST]

@@ -50,6 +50,9 @@ class Config:
     minisr: int = 2  # min.insync.replicas
     acks: str = "all"  # producer acks: "all" (-1), "1" or "0"
     unclean: bool = False  # unclean.leader.election.enable
+    # auto.leader.rebalance.enable (true by default since 0.8.2): the controller moves
+    # leadership back to the preferred replica itself (spec/elect_leaders.py).
+    auto_rebalance: bool = True
     protocol: Protocol = field(default_factory=Protocol)  # the rules of one Kafka era
     # A ghost for the durability table: how many brokers stayed down across an acks=all
     # write from append to ack. Off by default because it splits otherwise equal states.
@@ -114,6 +117,7 @@ class Config:
         text = (
             f"replication.factor={self.rf} min.insync.replicas={self.minisr} acks={self.acks} "
             f"unclean.leader.election.enable={'true' if self.unclean else 'false'} "
+            f"auto.leader.rebalance.enable={'true' if self.auto_rebalance else 'false'} "
             f"eligible.leader.replicas.version={1 if self.rule('elr') == 'on' else 0}"
         )
         if self.minisr > self.rf:
@@ -154,7 +158,11 @@ class Config:
         for name, value in (("--rf", self.rf), ("--minisr", self.minisr)):
             if not isinstance(value, int) or isinstance(value, bool):  # a trace file can say `true`
                 raise ConfigError(f"{name} must be a whole number (got {value!r})")
-        for name, value in (("--unclean-leader-election", self.unclean), ("--symmetry", self.symmetry)):
+        for name, value in (
+            ("--unclean-leader-election", self.unclean),
+            ("--auto-leader-rebalance", self.auto_rebalance),
+            ("--symmetry", self.symmetry),
+        ):
             if not isinstance(value, bool):
                 raise ConfigError(f"{name} must be true or false (got {value!r})")
         if self.rf < 1:

@@ -1,5 +1,14 @@
-"""ElectLeaders with ElectionType.PREFERRED (KIP-460; `kafka-leader-election.sh
---election-type PREFERRED`): an operator moves leadership back to the preferred replica.
+"""Preferred leader election: leadership moves back to the first replica of the assignment.
+
+Two ways ask for it, with one effect (preferred_election):
+- AutoLeaderRebalance: the controller's own periodic step when auto.leader.rebalance.enable
+  is true, Kafka's default (QuorumController's periodic maybeBalancePartitionLeaders task,
+  every leader.imbalance.check.interval.seconds; ReplicationControlManager.
+  maybeBalancePartitionLeaders tries every partition whose leader is not its preferred
+  replica). No operator is needed: a rolling restart with default settings ends in it.
+- ElectLeaders with ElectionType.PREFERRED (KIP-460; `kafka-leader-election.sh
+  --election-type PREFERRED`): an operator's request. With auto rebalancing on it reaches
+  no state the controller's own step does not, so only the controller's is generated then.
 
 The controller handles it in ReplicationControlManager.electLeader through a
 PartitionChangeBuilder with Election.PREFERRED: the first replica of the assignment
@@ -25,7 +34,12 @@ from kafkamc.spec.state import Broker, Budget, Controller, State, bit, replace
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
 
-LEADER_ELECTIONS = Bound("leader_elections", 0, "preferred leader elections an operator may request (ElectLeaders)")
+LEADER_ELECTIONS = Bound(
+    "leader_elections",
+    0,
+    "preferred leader elections: the controller's own (AutoLeaderRebalance, auto.leader.rebalance.enable=true, "
+    "Kafka's default), or an operator's (ElectLeaders) when it is off",
+)
 
 
 @dataclass(frozen=True)
@@ -41,16 +55,45 @@ def can_lead(c: Controller, b: int) -> bool:
     return bool(c.isr & c.active & bit(b))
 
 
+@dataclass(frozen=True)
+class AutoLeaderRebalance:
+    """The controller's periodic rebalance makes `preferred`, the first replica, the leader."""
+
+    preferred: int
+
+
 def elect_leaders_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if c.replicas[0] == b and c.leader != b and can_lead(c, b) and cfg.allows(u, LEADER_ELECTIONS):
+    if not cfg.auto_rebalance and preferred_ok(cfg, c, u, b):
         return (ElectLeaders(b),)
     return ()
 
 
+def auto_rebalance_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
+    if cfg.auto_rebalance and preferred_ok(cfg, c, u, b):
+        return (AutoLeaderRebalance(b),)
+    return ()
+
+
+def preferred_ok(cfg: Config, c: Controller, u: Budget, b: int) -> bool:
+    """The guard both requests share: b is the preferred replica, a valid leader that does not
+    lead, and the election budget is not spent."""
+    return c.replicas[0] == b and c.leader != b and can_lead(c, b) and cfg.allows(u, LEADER_ELECTIONS)
+
+
 def elect_leaders(cfg: Config, state: State, a: ElectLeaders) -> State | None:
+    return preferred_election(cfg, state, a.preferred)
+
+
+def auto_leader_rebalance(cfg: Config, state: State, a: AutoLeaderRebalance) -> State | None:
+    if not cfg.auto_rebalance:
+        return None
+    return preferred_election(cfg, state, a.preferred)
+
+
+def preferred_election(cfg: Config, state: State, b: int) -> State | None:
+    """PartitionChangeBuilder with Election.PREFERRED: b becomes leader, or nothing changes."""
     c = state.controller
-    b = a.preferred
-    if c.replicas[0] != b or c.leader == b or not can_lead(c, b) or not cfg.allows(state.budget, LEADER_ELECTIONS):
+    if not preferred_ok(cfg, c, state.budget, b):
         return None  # ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, or no budget left
     state = replace(state, budget=state.budget.spend(LEADER_ELECTIONS.name))
     return partition_change(cfg, state, replace(c, leader=b))

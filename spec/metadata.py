@@ -38,29 +38,22 @@ def become_leader(cfg: Config, state: State, b: int) -> State:
     isNewLeader = !isLeader. A broker that was not leading (its metadata named another
     leader, or none) starts with every follower's LEO and broker epoch unknown. A broker
     re-elected while it still led (its metadata never showed the epochs in between, as
-    when one metadata delta brings several) keeps them: the LEO and broker epoch of each
-    follower's last fetch (ReplicaTest testResetReplicaStateWhenLeaderIsReelected*).
+    when one metadata delta brings several) keeps what the leader_reelection rule says
+    (kept_views): under `keep`, Kafka since 0.9.0, the LEO and broker epoch of each
+    follower's last fetch (ReplicaTest testResetReplicaStateWhenLeaderIsReelected*), even
+    from an epoch in which that follower truncated while following another leader: the
+    re-election finding, docs/FINDINGS.md.
 
-    For a follower outside the new ISR Kafka keeps the LEO too, but sets its last fetch and
-    caught-up times to 0 so that it cannot rejoin the ISR before it fetches again: until
-    that fetch, which replaces the LEO, the kept LEO neither holds the HW back (isCaughtUp
-    then holds only for a LEO equal to the leader's) nor brings it into the ISR
-    (maybeExpandIsr runs only on a fetch). The model has no fetch times and lets a leader
-    propose an ISR addition from its views at any step, so it forgets that LEO instead: the
-    same behaviour. Its broker epoch is kept, as in Kafka.
-
-    Kafka does this since KAFKA-2721 (0.9.0.0); 0.8.2 reset every follower on every
-    makeLeader, which the model, keeping them in every era, does not follow.
+    A re-elected leader also keeps its purgatory: ReplicaManager completes the waiting
+    acks=all produces whenever the HW passes them (makeLeader's tryCompleteDelayedRequests,
+    DelayedProduce.tryComplete, Partition.checkEnoughReplicasReachOffset, which reads the HW
+    and the ISR but no leader epoch). Only a broker that becomes a follower answers them with
+    an error (ReplicaManager.completeDelayedOperationsWhenNotPartitionLeader).
     """
     c = state.controller
     old = state.broker(b)
     br = as_follower(old)
-    if old.leader == b:
-        views = tuple(v if c.isr & bit(f) else UNKNOWN for f, v in enumerate(old.views, 1))
-        vbepochs = old.vbepochs
-    else:
-        n = len(cfg.brokers)
-        views, vbepochs = (UNKNOWN,) * n, (0,) * n
+    views, vbepochs = kept_views(cfg, c, old, b)
     cache = br.cache
     if cfg.rule("leader_epoch_cache") == "on_election":
         cache = assign_epoch(cache, c.epoch, br.leo)  # KAFKA-7415; before it, only an append records the epoch
@@ -76,8 +69,32 @@ def become_leader(cfg: Config, state: State, b: int) -> State:
         stalled=False,
         views=views,
         vbepochs=vbepochs,
+        purgatory=old.purgatory if old.leader == b else (),
     )
     return advance_leader_hw(cfg, state.with_broker(b, br), b)
+
+
+def kept_views(cfg: Config, c: Controller, old: Broker, b: int) -> tuple[tuple, tuple]:
+    """The followers' LEOs and broker epochs a broker becoming leader of epoch c.epoch starts
+    with (Replica.resetReplicaState, the leader_reelection rule).
+
+    For a follower outside the new ISR Kafka keeps the LEO too, but sets its last fetch and
+    caught-up times to 0 so that it cannot rejoin the ISR before it fetches again: until
+    that fetch, which replaces the LEO, the kept LEO neither holds the HW back (isCaughtUp
+    then holds only for a LEO equal to the leader's) nor brings it into the ISR
+    (maybeExpandIsr runs only on a fetch). The model has no fetch times and lets a leader
+    propose an ISR addition from its views at any step, so it forgets that LEO instead: the
+    same behaviour. Its broker epoch is kept, as in Kafka.
+    """
+    rule = cfg.rule("leader_reelection")
+    keep = old.leader == b and (rule == "keep" or (rule == "reset_on_epoch_gap" and c.epoch == old.epoch + 1))
+    if not keep:
+        # Not leading before; or 0.8.2's makeLeader, which reset every remote replica; or the
+        # proposed fix: an epoch was missed, and a follower may have truncated in it.
+        n = len(cfg.brokers)
+        return (UNKNOWN,) * n, (0,) * n
+    views = tuple(v if c.isr & bit(f) else UNKNOWN for f, v in enumerate(old.views, 1))
+    return views, old.vbepochs
 
 
 def become_follower(cfg: Config, state: State, b: int) -> State:

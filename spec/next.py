@@ -43,6 +43,7 @@ class Action:
     bounds: tuple[Bound, ...] = ()  # budgets it spends; with all of them 0 it never fires
     enabled_by: tuple[Bound, ...] = ()  # bounds without which it never fires, though it spends none
     rule: tuple[str, tuple[str, ...]] | None = None  # (rule, values) under which alone it fires
+    setting: tuple[str, object] | None = None  # (Config field, value) under which alone it fires
     moves_replicas: bool = False  # it may change the replica set's order (symmetry must relabel)
     # Fairness for liveness (checker/liveness.py): "weak", a step of the protocol itself that
     # cannot stay enabled forever without being taken (each instance, e.g. one follower's
@@ -105,11 +106,20 @@ NEXT: tuple[Action, ...] = (
     ),
     Action(lc.BrokerHeartbeat, lc.heartbeat_candidates, lc.broker_heartbeat, enabled_by=(lc.FENCES,)),
     Action(
+        el.AutoLeaderRebalance,
+        el.auto_rebalance_candidates,
+        el.auto_leader_rebalance,
+        bounds=(el.LEADER_ELECTIONS,),
+        setting=("auto_rebalance", True),
+        fairness="weak",  # the controller retries every leader.imbalance.check.interval.seconds
+    ),
+    Action(
         el.ElectLeaders,
         el.elect_leaders_candidates,
         el.elect_leaders,
         bounds=(el.LEADER_ELECTIONS,),
         fairness="none",
+        setting=("auto_rebalance", False),
     ),
     Action(
         cs.ControlledShutdown,

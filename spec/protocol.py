@@ -20,6 +20,9 @@ class Rule:
     values: tuple  # behaviours, oldest first
     meaning: str
     changes: tuple  # (value, first release with it, KIP or JIRA), one per newer value
+    # (value, where it is described): behaviours no Kafka release has, such as the fix of a
+    # finding. They are listed last in `values`, and no preset takes them: only --rule does.
+    proposed: tuple = ()
 
 
 RULES: tuple[Rule, ...] = (
@@ -142,6 +145,18 @@ RULES: tuple[Rule, ...] = (
         "any, a fenced one included (4.0 only logged the check), or only an unfenced one",
         (("unfenced", "4.1.0", "KAFKA-19522"),),
     ),
+    Rule(
+        "leader_reelection",
+        ("reset", "keep", "reset_on_epoch_gap"),
+        "what a leader keeps of its followers' fetch state (log end offset, broker epoch) when "
+        "it is elected again while its metadata still shows it leading, as when one metadata "
+        "delta brings several leader epochs (Partition.makeLeader, Replica.resetReplicaState with "
+        "isNewLeader = !isLeader): nothing, every makeLeader forgets it; all of it, whatever epochs "
+        "it missed; or nothing when the new leader epoch is not the next one (it missed an epoch, "
+        "in which a follower may have truncated)",
+        (("keep", "0.9.0", "KAFKA-2721"),),
+        (("reset_on_epoch_gap", "the re-election finding, docs/FINDINGS.md"),),
+    ),
 )
 
 RULE_NAMES = tuple(r.name for r in RULES)
@@ -149,7 +164,8 @@ RULE_NAMES = tuple(r.name for r in RULES)
 
 @dataclass(frozen=True)
 class Protocol:
-    """One value per rule; the default is the newest behaviour of each."""
+    """One value per rule; the default is the newest behaviour of each that a release has
+    (a proposed one is never a default)."""
 
     isr_lag: str = "time"
     truncation: str = "diverging_epoch"
@@ -167,6 +183,7 @@ class Protocol:
     elr: str = "on"
     controlled_shutdown: str = "kraft"
     last_known_leader: str = "unfenced"
+    leader_reelection: str = "keep"
 
     def validated(self) -> Protocol:
         for r in RULES:

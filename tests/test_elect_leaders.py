@@ -1,5 +1,8 @@
-"""ElectLeaders (preferred), the example of adding an action: spec/elect_leaders.py and one
-line of spec/next.py; the flag, the budget, the engines and the traces follow from Next."""
+"""Preferred leader elections, the example of adding an action: spec/elect_leaders.py and one
+line of spec/next.py; the flag, the budget, the engines and the traces follow from Next.
+
+With auto.leader.rebalance.enable on (Kafka's default) the controller's AutoLeaderRebalance
+takes them; off, an operator's ElectLeaders. Both reach the same states."""
 
 from __future__ import annotations
 
@@ -13,13 +16,22 @@ from kafkamc.checker.fast import FastModel
 from kafkamc.checker.reference import explore_reference
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
-from kafkamc.spec.elect_leaders import ElectLeaders, elect_leaders
+from kafkamc.spec.elect_leaders import AutoLeaderRebalance, ElectLeaders, auto_leader_rebalance, elect_leaders
 from kafkamc.spec.model import Model
 from kafkamc.spec.state import bit, replace
 from kafkamc.traces.trace import format_action
 
 # Broker 1 (preferred) shuts down, broker 2 leads, broker 1 comes back and rejoins the ISR.
-CFG = Config(rf=2, minisr=1, max_records=1, max_clean_shutdowns=1, max_hard_crashes=0, max_leader_elections=1)
+CFG = Config(
+    rf=2,
+    minisr=1,
+    max_records=1,
+    max_clean_shutdowns=1,
+    max_hard_crashes=0,
+    max_leader_elections=1,
+    auto_rebalance=False,
+)
+AUTO = dc_replace(CFG, auto_rebalance=True)
 
 
 def moved_back():
@@ -72,3 +84,17 @@ def test_trace_describes_it_and_the_flag_exists():
         [sys.executable, "-m", "kafkamc.cli.main", "check", "--help"], capture_output=True, text=True, timeout=60
     )
     assert "--max-leader-elections" in p.stdout
+
+
+def test_the_controller_rebalances_by_itself_by_default():
+    """auto.leader.rebalance.enable=true (Kafka's default): the same elections are the
+    controller's own step, and the operator's request is not generated (it adds no state)."""
+    assert Config().auto_rebalance is True
+    auto = explore(FastModel(AUTO), InvariantSuite(AUTO))
+    ref = explore_reference(Model(AUTO), InvariantSuite(AUTO))
+    assert (auto.verdict, auto.distinct_states) == (ref.verdict, ref.distinct_states) == ("holds", 1908)
+    assert auto.coverage["AutoLeaderRebalance"] > 0 and auto.coverage.get("ElectLeaders", 0) == 0
+    before, action, after = bfs_until(AUTO, lambda s, a, n: isinstance(a, AutoLeaderRebalance))
+    assert after.controller.leader == action.preferred == before.controller.replicas[0]
+    assert auto_leader_rebalance(CFG, before, action) is None  # off: only an operator elects
+    assert "auto.leader.rebalance.enable=true" in AUTO.kafka_settings()

@@ -139,6 +139,10 @@ def messages(action, state: State, prev: State | None) -> tuple[list, list]:
         marks.append(
             {"lane": "controller", "label": f"ElectLeaders: preferred broker {action.preferred}", "kind": "elect"}
         )
+    elif name == "AutoLeaderRebalance":  # the controller's own periodic step
+        marks.append(
+            {"lane": "controller", "label": f"auto rebalance: preferred broker {action.preferred}", "kind": "elect"}
+        )
     elif name == "ControlledShutdown":
         msg(_lane(action.broker), "controller", "heartbeat: wants to shut down")
         marks.append({"lane": "controller", "label": f"broker {action.broker} in controlled shutdown", "kind": "fence"})

@@ -20,7 +20,7 @@ from kafkamc.spec.broker_lifecycle import (
 )
 from kafkamc.spec.config import Config
 from kafkamc.spec.controlled_shutdown import ControlledShutdown, ControlledShutdownComplete
-from kafkamc.spec.elect_leaders import ElectLeaders
+from kafkamc.spec.elect_leaders import AutoLeaderRebalance, ElectLeaders
 from kafkamc.spec.fetch import Fetch, OffsetsForLeaderEpoch
 from kafkamc.spec.hw import consumer_hw, hw_isr
 from kafkamc.spec.metadata import MetadataUpdate
@@ -298,6 +298,11 @@ def _controller(cfg: Config, action, before: Controller, state: State, restart_t
         did.append(f"unfenced broker {b} on its heartbeat")
     elif isinstance(action, ElectLeaders):
         cause = f"an operator asked for a preferred leader election of broker {b} (ElectLeaders)"
+    elif isinstance(action, AutoLeaderRebalance):
+        cause = (
+            f"the controller's automatic leader rebalance (auto.leader.rebalance.enable, on by default) "
+            f"found preferred replica {b} not leading"
+        )
     elif isinstance(action, ControlledShutdown):
         cause = f"broker {b} asked for a controlled shutdown (a rolling restart)"
         did.append("marked it as shutting down, no longer eligible to lead or join the ISR")
@@ -346,7 +351,7 @@ def _election(cfg: Config, action, before: Controller, state: State) -> str:
     b = after.leader
     if b == NO_LEADER:
         return f"left the partition offline: no eligible leader ({_membership(cfg, after)})"
-    if isinstance(action, ElectLeaders):
+    if isinstance(action, (ElectLeaders, AutoLeaderRebalance)):
         how = "as the preferred replica"
     elif isinstance(action, ControlledShutdown):
         how = f"in place of broker {action.broker}, which is shutting down"

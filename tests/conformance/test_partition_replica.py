@@ -10,20 +10,20 @@ MetadataUpdate from its old epoch to the new one (a broker applies the latest me
 
 The model differs for a follower outside the new ISR: Kafka keeps its log end offset and sets
 its last fetch and caught-up times to 0; the model, which has no clocks, forgets the log end
-offset instead (spec/metadata.py, become_leader).
+offset instead (spec/metadata.py, kept_views), with the same effect on the HW and the ISR.
 """
 
 from __future__ import annotations
 
-import pytest
-from kafkamc.spec.broker_lifecycle import ControllerFenceBroker
+from kafkamc.spec.alter_partition import AlterPartition
+from kafkamc.spec.broker_lifecycle import BrokerHeartbeat, ControllerFenceBroker
 from kafkamc.spec.config import Config
 from kafkamc.spec.elect_leaders import ElectLeaders
 from kafkamc.spec.fetch import Fetch
 from kafkamc.spec.metadata import MetadataUpdate
 from kafkamc.spec.produce import Produce
 from kafkamc.spec.state import initial_state, members, replace
-from scenario import UNKNOWN, crash, mask, run
+from scenario import UNKNOWN, crash, enabled, mask, run
 
 CFG = Config(rf=3, minisr=1, max_fences=3, max_clean_shutdowns=1, max_leader_elections=1)
 
@@ -34,6 +34,11 @@ def replicated(state=None):
 
 
 def reelected():
+    known, leader, _state = reelected_state()
+    return known, leader
+
+
+def reelected_state():
     """Leader 1's followers' positions as it learned them, and broker 1 after it led epoch 1
     and leads epoch 3, re-elected with follower 3 in the ISR and follower 2 out of it.
 
@@ -48,7 +53,7 @@ def reelected():
     s = run(CFG, ElectLeaders(2), ControllerFenceBroker(2), MetadataUpdate(1), state=s)
     leader = s.broker(1)
     assert (leader.leader, leader.epoch, members(leader.isr)) == (1, 3, (1, 3))
-    return known, leader
+    return known, leader, s
 
 
 def test_reset_replica_state_when_leader_is_reelected_and_replica_is_in_sync():
@@ -60,23 +65,24 @@ def test_reset_replica_state_when_leader_is_reelected_and_replica_is_in_sync():
     assert leader.vbepochs[3 - 1] == vbepochs[3 - 1] == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "issue 15: the model forgets the log end offset of a follower outside the new ISR where Kafka "
-        "keeps it and zeroes the follower's last fetch and caught-up times: the model has no clocks, and "
-        "its leader may propose an ISR addition from its views at any step, which Kafka does only on the "
-        "follower's next fetch (that fetch replaces the kept offset); forgetting it is the same behaviour"
-    ),
-)
 def test_reset_replica_state_when_leader_is_reelected_and_replica_is_not_in_sync():
     """Kafka: ReplicaTest.testResetReplicaStateWhenLeaderIsReelectedAndReplicaIsNotInSync: a leader
-    re-elected into a new epoch keeps the log end offset of a follower outside the new ISR too
-    (only its last fetch and caught-up times go to 0). Follower 2 left the ISR when it was fenced."""
-    (views, vbepochs), leader = reelected()
+    re-elected into a new epoch keeps the log end offset of a follower outside the new ISR too, and
+    sets its last fetch and caught-up times to 0, so that the kept offset neither holds the HW back
+    nor brings the follower into the ISR before its next fetch (which replaces it).
+
+    The model has no clocks: it forgets that offset instead (spec/metadata.py, kept_views) and
+    keeps the broker epoch, as Kafka does. This restates what Kafka's reset is for, and checks the
+    model behaves the same: follower 2, which left the ISR when it was fenced, is not proposed for
+    the ISR until it fetches, and that fetch gives the leader its real position."""
+    (views, vbepochs), leader, s = reelected_state()
     assert not leader.isr & mask(2)
     assert leader.vbepochs[2 - 1] == vbepochs[2 - 1] == 1  # the broker epoch is kept, as in Kafka
-    assert leader.views[2 - 1] == views[2 - 1] == 1
+    assert views[2 - 1] == 1 and leader.views[2 - 1] == UNKNOWN  # Kafka keeps 1 with its times at 0
+    s = run(CFG, BrokerHeartbeat(2), MetadataUpdate(2), state=s)
+    assert s.broker(2).leo == 1 and not enabled(CFG, s, AlterPartition(1, (1, 2, 3)))
+    s = run(CFG, Fetch(2, 1), state=s)
+    assert s.broker(1).views[2 - 1] == 1 and enabled(CFG, s, AlterPartition(1, (1, 2, 3)))
 
 
 def test_reset_replica_state_when_new_leader_is_elected_and_replica_is_in_sync():
@@ -86,3 +92,44 @@ def test_reset_replica_state_when_new_leader_is_elected_and_replica_is_in_sync()
     leader = s.broker(2)
     assert (leader.leader, leader.epoch) == (2, 2)
     assert leader.views == (UNKNOWN,) * 3 and leader.vbepochs == (0,) * 3
+
+
+def test_reelected_leader_keeps_its_purgatory():
+    """Kafka: Partition.makeLeader calls tryCompleteDelayedRequests once the HW moved, and
+    DelayedProduce.tryComplete (Partition.checkEnoughReplicasReachOffset) reads the HW and the
+    ISR, never the leader epoch: an acks=all produce that waited through a re-election the
+    leader did not see is acknowledged by the re-elected leader. Only a broker that becomes a
+    follower fails it (ReplicaManager.completeDelayedOperationsWhenNotPartitionLeader)."""
+    s = initial_state(CFG.rf)
+    s = replace(s, controller=replace(s.controller, replicas=(2, 1, 3)))
+    s = run(CFG, Produce(1, 1), Fetch(3, 1), Fetch(3, 1), Fetch(2, 1), state=s)
+    assert s.broker(1).views == (UNKNOWN, 0, 1) and s.broker(1).hw == 0  # 2's fetch reached it at 0
+    assert [rec for _o, rec, _d in s.broker(1).purgatory] == [1] and not s.ghost.acked
+    s = run(CFG, ElectLeaders(2), ControllerFenceBroker(2), MetadataUpdate(1), state=s)
+    leader = s.broker(1)
+    assert (leader.epoch, leader.hw, leader.purgatory) == (3, 1, ()) and s.ghost.acked == 1
+    # A broker that becomes a follower answers its waiting produces with an error instead.
+    s = run(CFG, Produce(1, 2), state=s)
+    assert [rec for _o, rec, _d in s.broker(1).purgatory] == [2]
+    s = run(CFG, ControllerFenceBroker(1), MetadataUpdate(1), state=s)
+    assert (s.broker(1).leader, s.broker(1).purgatory, s.ghost.acked) == (3, (), 1)
+
+
+def test_reelection_across_a_missed_epoch_resets_followers_under_the_fix():
+    """The proposed fix of docs/FINDINGS.md (leader_reelection=reset_on_epoch_gap): broker 1
+    goes from leading epoch 1 to leading epoch 3, so it missed epoch 2 and forgets what it knew
+    of its followers; under Kafka's rule (keep) the same re-election keeps follower 3's."""
+    fix = Config(
+        rf=3,
+        minisr=1,
+        max_fences=3,
+        max_clean_shutdowns=1,
+        max_leader_elections=1,
+        protocol=CFG.protocol.with_rules(leader_reelection="reset_on_epoch_gap"),
+    )
+    s = initial_state(fix.rf)
+    s = replicated(replace(s, controller=replace(s.controller, replicas=(2, 1, 3))))
+    gap = run(fix, ElectLeaders(2), ControllerFenceBroker(2), MetadataUpdate(1), state=s).broker(1)
+    assert (gap.epoch, gap.views, gap.vbepochs) == (3, (UNKNOWN,) * 3, (0,) * 3)
+    kept = run(CFG, ElectLeaders(2), ControllerFenceBroker(2), MetadataUpdate(1), state=s).broker(1)
+    assert (kept.epoch, kept.views, kept.vbepochs) == (3, (UNKNOWN, UNKNOWN, 1), (0, 1, 1))
