@@ -10,11 +10,18 @@ epoch, and acknowledges the waiting acks=all produce (DelayedProduce).
 from __future__ import annotations
 
 import pytest
+from helpers import play
 from kafkamc.checker.explorer import explore
 from kafkamc.checker.fast import FastModel
 from kafkamc.invariants.suite import InvariantSuite
+from kafkamc.spec.broker_lifecycle import ControllerFenceBroker
 from kafkamc.spec.config import Config
+from kafkamc.spec.elect_leaders import ElectLeaders
+from kafkamc.spec.fetch import Fetch
+from kafkamc.spec.metadata import MetadataUpdate
+from kafkamc.spec.produce import Produce
 from kafkamc.spec.protocol import NEWEST, preset
+from kafkamc.spec.state import UNKNOWN, initial_state, replace
 from kafkamc.traces.trace import format_action
 
 FIX = preset(NEWEST).with_rules(leader_reelection="reset_on_epoch_gap")
@@ -132,3 +139,19 @@ def test_reelection_loses_acknowledged_write_on_newest():
 )
 def test_fix_holds_at_larger_bounds(kw):
     assert _search(kw, protocol=FIX).verdict == "holds"
+
+
+def test_reelection_across_a_missed_epoch_resets_followers_under_the_fix():
+    """The proposed fix (leader_reelection=reset_on_epoch_gap): broker 1 goes from leading
+    epoch 1 to leading epoch 3, so it missed epoch 2 and forgets what it knew of its followers;
+    under Kafka's rule (keep) the same re-election keeps follower 3's LEO and broker epoch."""
+    kafka = Config(rf=3, minisr=1, max_fences=3, max_leader_elections=1)
+    fix = Config(rf=3, minisr=1, max_fences=3, max_leader_elections=1, protocol=FIX)
+    s = initial_state(kafka.rf)
+    s = replace(s, controller=replace(s.controller, replicas=(2, 1, 3)))  # 2 preferred, 1 leads
+    s = play(kafka, Produce(1, 1), Fetch(2, 1), Fetch(3, 1), Fetch(2, 1), Fetch(3, 1), state=s)
+    moves = (ElectLeaders(2), ControllerFenceBroker(2), MetadataUpdate(1))
+    gap = play(fix, *moves, state=s).broker(1)
+    assert (gap.epoch, gap.views, gap.vbepochs) == (3, (UNKNOWN,) * 3, (0,) * 3)
+    kept = play(kafka, *moves, state=s).broker(1)
+    assert (kept.epoch, kept.views, kept.vbepochs) == (3, (UNKNOWN, UNKNOWN, 1), (0, 1, 1))

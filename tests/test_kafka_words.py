@@ -155,12 +155,12 @@ def test_summary_uses_kafka_config_names():
     cfg = Config(rf=3, minisr=2, acks="all", unclean=False)
     assert cfg.kafka_settings() == (
         "replication.factor=3 min.insync.replicas=2 acks=all unclean.leader.election.enable=false "
-        "eligible.leader.replicas.version=1"
+        "auto.leader.rebalance.enable=true eligible.leader.replicas.version=1"
     )
     before_elr = Config(rf=2, minisr=3, acks="1", unclean=True, protocol=preset("3.7.0"))
     assert before_elr.kafka_settings() == (
         "replication.factor=2 min.insync.replicas=3 acks=1 unclean.leader.election.enable=true "
-        "eligible.leader.replicas.version=0 (min.insync.replicas capped at replication.factor: 2)"
+        "auto.leader.rebalance.enable=true eligible.leader.replicas.version=0 (min.insync.replicas capped at replication.factor: 2)"
     )
     lines = bound_lines({**Config().bounds(), "max_states": 200})
     assert lines[0].split() == ["max_clean_shutdowns=0", *lc.CRASHES.meaning.split()]
@@ -173,7 +173,7 @@ def test_check_prints_kafka_names_and_keeps_json_keys(kafkamc_cli, tmp_path):
     assert p.returncode == 1, p.stderr
     assert (
         "configuration: replication.factor=1 min.insync.replicas=1 acks=all "
-        "unclean.leader.election.enable=false eligible.leader.replicas.version=0"
+        "unclean.leader.election.enable=false auto.leader.rebalance.enable=true eligible.leader.replicas.version=0"
     ) in p.stdout
     assert p.stdout.split("bounds:\n")[1].split()[:3] == ["max_clean_shutdowns=0", "clean", "shutdowns"]
     j = kafkamc_cli("check", "--rf", "1", "--minisr", "1", "--no-elr", "--quiet", "--json", cwd=tmp_path)

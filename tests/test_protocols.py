@@ -402,7 +402,7 @@ def test_message_lag_drops_healthy_followers_and_time_lag_does_not():
 
 
 # KIP-320 (issue 16): a follower that missed two leader changes fetches from the preferred
-# replica re-elected by ElectLeaders. One fence (a live broker misses its heartbeats) takes
+# replica re-elected by the controller's automatic rebalance. One fence (a live broker misses its heartbeats) takes
 # leadership away from broker 1 and one preferred leader election gives it back; no crash,
 # no shutdown, no ISR shrink. The diverging epoch in every fetch (KAFKA-10554, 2.8.0) would
 # catch the stale follower, so the older OffsetsForLeaderEpoch truncation is switched back too.
@@ -427,7 +427,7 @@ KIP_320_PATH = (
     "OffsetsForLeaderEpoch(follower=1, leader=2)",  # 1 drops r1
     "Fetch(follower=1, leader=2)",
     "AlterPartition(leader=2, isr=(1, 2, 3))",
-    "ElectLeaders(preferred=1)",  # 1 leads epoch 3, starting at offset 1
+    "AutoLeaderRebalance(preferred=1)",  # the controller's own: 1 leads epoch 3, from offset 1
     "MetadataUpdate(broker=1)",
     "MetadataUpdate(broker=2)",
     "OffsetsForLeaderEpoch(follower=2, leader=1)",

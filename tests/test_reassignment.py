@@ -116,17 +116,19 @@ def test_symmetry_over_the_pool_counts_each_class_once():
     """The reduced search counts exactly the classes the unreduced one reaches."""
     cfg = Config(rf=2, minisr=1, broker_count=3, max_records=1, max_hard_crashes=0, max_reassignments=1)
     reduced = explore(FastModel(cfg), InvariantSuite(cfg))
-    assert (reduced.verdict, reduced.distinct_states) == ("holds", 17028)
-    assert _orbits(cfg) == 17028
+    # 17,028 -> 16,857 (issue 29): a leader that a completed move re-elects into a new epoch
+    # keeps its purgatory (DelayedProduce), so its waiting produce no longer fails there.
+    assert (reduced.verdict, reduced.distinct_states) == ("holds", 16857)
+    assert _orbits(cfg) == 16857
 
 
 @pytest.mark.slow
 def test_a_second_idle_outsider_adds_no_class():
     """With two brokers outside the set, canonical() takes the least of their orders: one
     reassignment brings one of them in, and the other, interchangeable with it until then,
-    adds nothing (the same 17,028 classes as with three brokers, reduced or not)."""
+    adds nothing (the same 16,857 classes as with three brokers, reduced or not)."""
     cfg = Config(rf=2, minisr=1, broker_count=4, max_records=1, max_hard_crashes=0, max_reassignments=1)
-    assert explore(FastModel(cfg), InvariantSuite(cfg)).distinct_states == _orbits(cfg) == 17028
+    assert explore(FastModel(cfg), InvariantSuite(cfg)).distinct_states == _orbits(cfg) == 16857
 
 
 def test_engines_agree_and_the_move_completes():
@@ -142,7 +144,7 @@ def test_engines_agree_and_the_move_completes():
     assert run_check(dc_replace(small, max_reassignments=0)).reached().get("ReassignmentCompleted") is None
 
 
-PINNED = (5109, 18)
+PINNED = (5084, 18)  # 5,109 -> 5,084 (issue 29): a re-elected leader keeps its purgatory
 
 
 def test_a_completed_move_is_witnessed_and_every_view_shows_the_replica_set(tmp_path):

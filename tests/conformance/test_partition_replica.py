@@ -95,7 +95,10 @@ def test_reset_replica_state_when_new_leader_is_elected_and_replica_is_in_sync()
 
 
 def test_reelected_leader_keeps_its_purgatory():
-    """Kafka: Partition.makeLeader calls tryCompleteDelayedRequests once the HW moved, and
+    """Kafka: ReplicaManagerTest.testClearPurgatoryOnBecomingFollower: a broker that becomes a
+    follower fails the produces waiting in its purgatory (ReplicaManager.
+    completeDelayedOperationsWhenNotPartitionLeader); one that stays leader keeps them.
+    Partition.makeLeader calls tryCompleteDelayedRequests once the HW moved, and
     DelayedProduce.tryComplete (Partition.checkEnoughReplicasReachOffset) reads the HW and the
     ISR, never the leader epoch: an acks=all produce that waited through a re-election the
     leader did not see is acknowledged by the re-elected leader. Only a broker that becomes a
@@ -113,23 +116,3 @@ def test_reelected_leader_keeps_its_purgatory():
     assert [rec for _o, rec, _d in s.broker(1).purgatory] == [2]
     s = run(CFG, ControllerFenceBroker(1), MetadataUpdate(1), state=s)
     assert (s.broker(1).leader, s.broker(1).purgatory, s.ghost.acked) == (3, (), 1)
-
-
-def test_reelection_across_a_missed_epoch_resets_followers_under_the_fix():
-    """The proposed fix of docs/FINDINGS.md (leader_reelection=reset_on_epoch_gap): broker 1
-    goes from leading epoch 1 to leading epoch 3, so it missed epoch 2 and forgets what it knew
-    of its followers; under Kafka's rule (keep) the same re-election keeps follower 3's."""
-    fix = Config(
-        rf=3,
-        minisr=1,
-        max_fences=3,
-        max_clean_shutdowns=1,
-        max_leader_elections=1,
-        protocol=CFG.protocol.with_rules(leader_reelection="reset_on_epoch_gap"),
-    )
-    s = initial_state(fix.rf)
-    s = replicated(replace(s, controller=replace(s.controller, replicas=(2, 1, 3))))
-    gap = run(fix, ElectLeaders(2), ControllerFenceBroker(2), MetadataUpdate(1), state=s).broker(1)
-    assert (gap.epoch, gap.views, gap.vbepochs) == (3, (UNKNOWN,) * 3, (0,) * 3)
-    kept = run(CFG, ElectLeaders(2), ControllerFenceBroker(2), MetadataUpdate(1), state=s).broker(1)
-    assert (kept.epoch, kept.views, kept.vbepochs) == (3, (UNKNOWN, UNKNOWN, 1), (0, 1, 1))
