@@ -160,7 +160,8 @@ def test_summary_uses_kafka_config_names():
     before_elr = Config(rf=2, minisr=3, acks="1", unclean=True, protocol=preset("3.7.0"))
     assert before_elr.kafka_settings() == (
         "replication.factor=2 min.insync.replicas=3 acks=1 unclean.leader.election.enable=true "
-        "auto.leader.rebalance.enable=true eligible.leader.replicas.version=0 (min.insync.replicas capped at replication.factor: 2)"
+        "auto.leader.rebalance.enable=true eligible.leader.replicas.version=0 "
+        "(min.insync.replicas capped at replication.factor: 2)"
     )
     lines = bound_lines({**Config().bounds(), "max_states": 200})
     assert lines[0].split() == ["max_clean_shutdowns=0", *lc.CRASHES.meaning.split()]
