@@ -68,7 +68,7 @@ REASSIGNMENTS = Bound(
 CANCELS = Bound(
     "reassignment_cancels",
     0,
-    "reassignments in flight an operator may cancel (AlterPartitionReassignments with no target)",
+    "reassignments in flight an operator may cancel (AlterPartitionReassignments, no target)",
 )
 
 
