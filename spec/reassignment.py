@@ -74,9 +74,18 @@ CANCELS = Bound(
 
 @dataclass(frozen=True)
 class AlterPartitionReassignments:
-    """An operator moves the partition to the `target` replica list."""
+    """An operator moves the partition to the `target` replica list.
+
+    `removing`: the order the controller lists two or more removing replicas in after the
+    target. Kafka lists them by ascending broker id (a TreeSet in PartitionReassignmentReplicas),
+    and that order decides elections while the move is in flight (the target comes first, so
+    only when no target replica may lead). Broker ids are labels in the model (every assignment
+    order is an initial state, and symmetry reduction relabels brokers), so every order is a
+    candidate: each is Kafka's under some numbering of the brokers, and ordering by the model's
+    ids would make the step depend on labels, which the reduction may not. None: ascending."""
 
     target: tuple
+    removing: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -111,17 +120,24 @@ def in_flight(c: Controller) -> bool:
 
 
 def reassignment_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> list:
-    """Candidates on broker b: the targets whose first incoming broker is b; every broker of
-    the pool is registered (a dead or fenced one included), so b need not be up."""
+    """Candidates on broker b: the targets whose first incoming broker is b, with every order of
+    their removing replicas when there are two or more; every broker of the pool is registered
+    (a dead or fenced one included), so b need not be up."""
     if b in c.replicas or in_flight(c) or not cfg.allows(u, REASSIGNMENTS):
         return []
-    return [AlterPartitionReassignments(t) for t in targets(cfg, c) if first_incoming(c, t) == b]
+    out = []
+    for t in targets(cfg, c):
+        if first_incoming(c, t) == b:
+            leaving = [r for r in c.replicas if r not in t]
+            orders = [None] if len(leaving) == 1 else list(permutations(leaving))
+            out += [AlterPartitionReassignments(t, order) for order in orders]
+    return out
 
 
 def alter_partition_reassignments(cfg: Config, state: State, a: AlterPartitionReassignments) -> State | None:
     """ReplicationControlManager.changePartitionReassignment: the target first, then the
-    removing replicas in ascending order (PartitionReassignmentReplicas); no broker state is
-    checked beyond registration (validateManualPartitionAssignment)."""
+    removing replicas (PartitionReassignmentReplicas; their order: AlterPartitionReassignments);
+    no broker state is checked beyond registration (validateManualPartitionAssignment)."""
     c = state.controller
     if in_flight(c) or a.target not in targets(cfg, c) or not cfg.allows(state.budget, REASSIGNMENTS):
         return None
@@ -130,7 +146,9 @@ def alter_partition_reassignments(cfg: Config, state: State, a: AlterPartitionRe
         adding |= 0 if b in c.replicas else bit(b)
     for b in c.replicas:
         removing |= 0 if b in a.target else bit(b)
-    leaving = tuple(b for b in sorted(c.replicas) if removing & bit(b))
+    leaving = tuple(b for b in sorted(c.replicas) if removing & bit(b)) if a.removing is None else a.removing
+    if sorted(leaving) != sorted(b for b in c.replicas if removing & bit(b)):
+        return None
     state = replace(state, budget=state.budget.spend(REASSIGNMENTS.name))
     return partition_change(cfg, state, replace(c, replicas=a.target + leaving, adding=adding, removing=removing))
 
