@@ -185,7 +185,8 @@ def test_two_outsiders_reduce_exactly():
     model's broker ids (5,494 of 6,816): that step depended on labels, so each order of the
     removing replicas is now a candidate (AlterPartitionReassignments.removing). Before
     two-replica moves the second outsider added no class (17,028 at one record, as with three
-    brokers); now one record gives 139,958 reduced (issue 29)."""
+    brokers); now one record gives 174,099 (issue 29: two-replica moves, whose removing replicas
+    come in either order)."""
     cfg = Config(rf=2, minisr=1, broker_count=4, max_records=0, max_hard_crashes=0, max_reassignments=1)
     assert explore(FastModel(cfg), InvariantSuite(cfg)).distinct_states == _orbits(cfg) == 6816
 
