@@ -82,7 +82,7 @@ class AlterPartitionReassignments:
     only when no target replica may lead). Broker ids are labels in the model (every assignment
     order is an initial state, and symmetry reduction relabels brokers), so every order is a
     candidate: each is Kafka's under some numbering of the brokers, and ordering by the model's
-    ids would make the step depend on labels, which the reduction may not. None: ascending."""
+    ids would make the step depend on labels, which the reduction rules out. None: ascending."""
 
     target: tuple
     removing: tuple | None = None
