@@ -60,7 +60,22 @@ def healthy_follower_shrunk(cfg: Config, P: View, V: View) -> z3.BoolRef:
 
 
 def reassignment_completed(cfg: Config, P: View, V: View) -> z3.BoolRef:
-    return z3.And(P.c_reassigning, z3.Not(V.c_reassigning))
+    # Completed, not cancelled: the replicas it was removing have left the set.
+    return z3.And(
+        P.c_reassigning,
+        z3.Not(V.c_reassigning),
+        *[z3.Implies(P.removing[b], z3.Not(V.replica[b])) for b in cfg.brokers],
+    )
+
+
+def reassignment_cancelled(cfg: Config, P: View, V: View) -> z3.BoolRef:
+    # Reverted: the replicas it was adding have left the set, the ones it was removing stay.
+    return z3.And(
+        P.c_reassigning,
+        z3.Not(V.c_reassigning),
+        *[z3.Implies(P.adding[b], z3.Not(V.replica[b])) for b in cfg.brokers],
+        *[z3.Implies(P.removing[b], V.replica[b]) for b in cfg.brokers],
+    )
 
 
 def acked_with_down(k: int) -> Callable[[Config, View, View], z3.BoolRef]:
@@ -156,6 +171,11 @@ def reassignment_completed_expected(c: Config) -> bool:
     return c.max_reassignments >= 1 and len(c.brokers) > c.rf
 
 
+def reassignment_cancelled_expected(c: Config) -> bool:
+    """A move started and a cancel allowed: the cancel is enabled as soon as the move starts."""
+    return reassignment_completed_expected(c) and c.max_reassignment_cancels >= 1
+
+
 def acked_with_down_expected(k: int) -> Callable[[Config], bool]:
     def expected(c: Config) -> bool:
         """acks=all: k brokers dead (each a clean, controlled or hard stop), their sessions timed
@@ -206,6 +226,14 @@ def catalog(cfg: Config) -> tuple[Reachable, ...]:
                 "a partition reassignment completes: the target replicas are the replica set (KIP-455)",
                 reassignment_completed,
                 reassignment_completed_expected,
+            )
+        )
+        props.append(
+            Reachable(
+                "ReassignmentCancelled",
+                "a partition reassignment in flight is cancelled: the replica set is the original one (KIP-455)",
+                reassignment_cancelled,
+                reassignment_cancelled_expected,
             )
         )
     for k in range(1, cfg.rf + 1 if cfg.track_down else 1):

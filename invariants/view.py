@@ -42,6 +42,8 @@ class View:
         self.c_recovering = self._bool("c_recovering", f"{n}_c.recovering")
         self.c_reassigning = self._bool("c_reassigning", f"bool({n}_c.adding or {n}_c.removing)")
         self.replica: dict[int, z3.BoolRef] = {}
+        self.adding: dict[int, z3.BoolRef] = {}
+        self.removing: dict[int, z3.BoolRef] = {}
         self.alive, self.leads, self.epoch, self.hw, self.leo = {}, {}, {}, {}, {}
         self.start, self.in_isr, self.log, self.logep = {}, {}, {}, {}
         self.in_elr, self.registered, self.exposed, self.stalled = {}, {}, {}, {}
@@ -65,6 +67,8 @@ class View:
             self.waiting[b] = self._int(f"waiting[{b}]", f"len({br}.purgatory)")  # acks=all requests held
             self.registered[b] = self._bool(f"registered[{b}]", f"bool({n}_c.registered & {1 << (b - 1)})")
             self.replica[b] = self._bool(f"replica[{b}]", f"({b} in {n}_c.replicas)")  # in the assignment
+            self.adding[b] = self._bool(f"adding[{b}]", f"bool({n}_c.adding & {1 << (b - 1)})")  # moving in
+            self.removing[b] = self._bool(f"removing[{b}]", f"bool({n}_c.removing & {1 << (b - 1)})")  # moving out
             self.shutting[b] = self._bool(
                 f"shutting[{b}]", f"bool({n}_c.shutdown and {n}_c.shutdown[{b - 1}])"
             )  # in controlled shutdown

@@ -55,6 +55,7 @@ from kafkamc.spec.bounds import Bound
 from kafkamc.spec.controller import fence, register, unfence
 from kafkamc.spec.log import truncate
 from kafkamc.spec.metadata import MetadataUpdate, metadata_update
+from kafkamc.spec.reassignment import REASSIGNMENTS
 from kafkamc.spec.state import Broker, Budget, Controller, State, bit, replace
 
 if TYPE_CHECKING:
@@ -139,8 +140,10 @@ def session_timeout_candidates(cfg: Config, c: Controller, br: Broker, u: Budget
 
 
 def crash_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> list[BrokerCrash]:
-    if not br.alive or b not in c.replicas:  # outside the replica set: spec/reassignment.py
+    if not br.alive:
         return []
+    if b not in c.replicas:  # hosts nothing: it matters only as a reassignment's target (spec/reassignment.py)
+        return [BrokerCrash(b)] if cfg.allows(u, CRASHES) and cfg.allows(u, REASSIGNMENTS) else []
     out = [BrokerCrash(b)] if cfg.allows(u, CRASHES) else []
     if cfg.allows(u, UNCLEAN_CRASHES):
         out += [BrokerCrash(b, keep) for keep in range(br.leo + 1)]
@@ -148,7 +151,8 @@ def crash_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) 
 
 
 def fence_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if br.alive and c.registered & bit(b) and cfg.allows(u, FENCES) and b in c.replicas:
+    outside_matters = b in c.replicas or cfg.allows(u, REASSIGNMENTS)  # as crash_candidates
+    if br.alive and c.registered & bit(b) and cfg.allows(u, FENCES) and outside_matters:
         return (ControllerFenceBroker(b),)
     return ()
 

@@ -142,6 +142,14 @@ NEXT: tuple[Action, ...] = (
         moves_replicas=True,
         fairness="none",
     ),
+    Action(
+        ra.CancelPartitionReassignment,
+        ra.cancel_candidates,
+        ra.cancel_partition_reassignment,
+        bounds=(ra.CANCELS,),  # and a move in flight, which needs --max-reassignments
+        moves_replicas=True,  # the reverted list may start with another replica
+        fairness="none",
+    ),
 )
 
 

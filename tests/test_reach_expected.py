@@ -165,3 +165,16 @@ def test_expected_is_exact_with_controlled_shutdowns(row):
 def test_expected_is_exact_with_controlled_shutdowns_on_larger_bounds(row):
     *rest, cs = row
     assert_exact(config(*rest, max_controlled_shutdowns=cs))
+
+
+# A pool one broker larger than the replica set, no fault: (rf, reassignments, cancels).
+REASSIGNMENT_ROWS = [(1, r, k) for r in (0, 1) for k in (0, 1)] + [(2, 1, 0), (2, 1, 1)]
+
+
+@pytest.mark.parametrize("row", REASSIGNMENT_ROWS, ids=lambda r: "rf{}-r{}-k{}".format(*r))
+def test_expected_is_exact_with_reassignments(row):
+    """ReassignmentCompleted needs a move; ReassignmentCancelled a move and a cancel (a cancel
+    must not count as a completion, nor a completion as a cancel)."""
+    rf, moves, cancels = row
+    extra = dict(broker_count=rf + 1, max_reassignments=moves, max_reassignment_cancels=cancels)
+    assert_exact(config(rf, 1, 0, 0, 0, 0, False, "on", **extra))

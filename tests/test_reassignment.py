@@ -16,12 +16,19 @@ from kafkamc.checker.run import run_check
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec import symmetry
 from kafkamc.spec.alter_partition import AlterPartition, HandleAlterPartitionResponse
+from kafkamc.spec.broker_lifecycle import (
+    BrokerCrash,
+    BrokerHeartbeat,
+    BrokerRestart,
+    BrokerSessionTimeout,
+    ControllerFenceBroker,
+)
 from kafkamc.spec.config import Config
 from kafkamc.spec.fetch import Fetch
 from kafkamc.spec.metadata import MetadataUpdate
 from kafkamc.spec.model import Model
 from kafkamc.spec.produce import Produce
-from kafkamc.spec.reassignment import AlterPartitionReassignments
+from kafkamc.spec.reassignment import AlterPartitionReassignments, CancelPartitionReassignment
 from kafkamc.spec.state import NO_LEADER, Broker, bit
 
 CFG = Config(rf=3, minisr=2, broker_count=4, max_records=1, max_hard_crashes=0, max_reassignments=1)
@@ -68,6 +75,56 @@ def test_removing_a_follower_keeps_the_leader_in_a_new_leader_epoch():
     c = play(CFG, AlterPartition(1, (1, 2, 3, 4)), state=s).controller
     assert c.replicas == (1, 4, 3) and (c.leader, c.epoch) == (1, 2)  # replicas left: the epoch is bumped
     assert c.isr == bit(1) | bit(3) | bit(4)
+
+
+def test_a_two_replica_move_completes_once_both_new_replicas_are_in_the_isr():
+    """[1, 2] -> [3, 4] (PartitionReassignmentReplicas): both replicas move in one reassignment;
+    the move completes in the AlterPartition that adds the second of them, and leadership goes
+    to the first target replica."""
+    cfg = Config(rf=2, minisr=1, broker_count=4, max_records=1, max_hard_crashes=0, max_reassignments=1)
+    s = play(cfg, Produce(1, 1), Fetch(2, 1), Fetch(2, 1), AlterPartitionReassignments((3, 4)), MetadataUpdate(1))
+    c = s.controller
+    assert c.replicas == (3, 4, 1, 2) and (c.adding, c.removing) == (bit(3) | bit(4), bit(1) | bit(2))
+    s = play(cfg, MetadataUpdate(3), MetadataUpdate(4), Fetch(3, 1), Fetch(4, 1), Fetch(3, 1), Fetch(4, 1), state=s)
+    s = play(cfg, AlterPartition(1, (1, 2, 3)), HandleAlterPartitionResponse(1), state=s)
+    assert s.controller.adding  # 4 is not in the ISR yet
+    c = play(cfg, AlterPartition(1, (1, 2, 3, 4)), state=s).controller
+    assert c.replicas == (3, 4) and c.isr == bit(3) | bit(4) and (c.leader, c.epoch) == (3, 2)
+
+
+def test_a_fenced_or_dead_broker_may_be_the_target():
+    """validateManualPartitionAssignment asks only that a target broker be registered: a fenced
+    broker is accepted, joins the ISR only once unfenced (INELIGIBLE_REPLICA before), and then
+    completes the move; a dead one is accepted too. Brokers outside the set stop or are fenced
+    only while a reassignment may still bring them in."""
+    cfg = Config(rf=2, minisr=1, broker_count=3, max_records=0, max_fences=1, max_reassignments=1)
+    s = play(cfg, ControllerFenceBroker(3), AlterPartitionReassignments((1, 3)), MetadataUpdate(1), MetadataUpdate(3))
+    s = play(cfg, Fetch(3, 1), AlterPartition(1, (1, 2, 3)), state=s)
+    assert s.broker(1).alter.error == "INELIGIBLE_REPLICA" and s.controller.adding == bit(3)
+    s = play(cfg, HandleAlterPartitionResponse(1), BrokerHeartbeat(3), Fetch(3, 1), state=s)
+    s = play(cfg, AlterPartition(1, (1, 2, 3)), state=s)
+    assert s.controller.replicas == (1, 3) and not s.controller.adding
+    dead = Config(rf=2, minisr=1, broker_count=3, max_records=0, max_clean_shutdowns=1, max_reassignments=1)
+    s = play(dead, BrokerCrash(3), BrokerSessionTimeout(3), AlterPartitionReassignments((3, 2)))
+    assert s.controller.adding == bit(3) and not s.broker(3).alive
+    assert play(dead, BrokerRestart(3), state=s).broker(3).leader == 1  # back, it follows the leader
+    # With no reassignment left to bring it in, an outsider neither stops nor is fenced.
+    idle = Model(dc_replace(dead, max_reassignments=0, max_fences=1))
+    assert not [a for a, _ in idle.successors(idle.initial_states()[0]) if getattr(a, "broker", 0) == 3]
+
+
+def test_a_cancel_reverts_and_the_adding_replica_deletes_its_log():
+    """PartitionReassignmentRevert: the adding replica leaves the set and the ISR, the leader stays
+    in a new leader epoch, the replicas keep the target's order (so [2, 1]: the preferred replica
+    changed); the removed broker deletes its replica once it applies the change."""
+    cfg = dc_replace(CFG, max_reassignment_cancels=1, max_fences=1)
+    s = play(cfg, ControllerFenceBroker(3), MetadataUpdate(1), state=caught_up(cfg, (4, 2, 3)))
+    s = play(cfg, AlterPartition(1, (1, 2, 4)), state=s)  # 3 fenced out of the ISR, 4 in
+    assert s.controller.isr == bit(1) | bit(2) | bit(4) and s.controller.adding  # 3 is a target replica out of the ISR
+    c = play(cfg, HandleAlterPartitionResponse(1), CancelPartitionReassignment(), state=s).controller
+    assert c.replicas == (2, 3, 1) and c.isr == bit(1) | bit(2) and (c.leader, c.epoch) == (1, 2)
+    gone = play(cfg, HandleAlterPartitionResponse(1), CancelPartitionReassignment(), MetadataUpdate(4), state=s)
+    assert gone.broker(4) == Broker(alive=True, bepoch=1)
 
 
 def test_outsiders_are_interchangeable_only_among_themselves():
@@ -123,12 +180,31 @@ def test_symmetry_over_the_pool_counts_each_class_once():
 
 
 @pytest.mark.slow
-def test_a_second_idle_outsider_adds_no_class():
-    """With two brokers outside the set, canonical() takes the least of their orders: one
-    reassignment brings one of them in, and the other, interchangeable with it until then,
-    adds nothing (the same 16,857 classes as with three brokers, reduced or not)."""
-    cfg = Config(rf=2, minisr=1, broker_count=4, max_records=1, max_hard_crashes=0, max_reassignments=1)
-    assert explore(FastModel(cfg), InvariantSuite(cfg)).distinct_states == _orbits(cfg) == 16857
+def test_two_outsiders_reduce_exactly():
+    """With two brokers outside the set, canonical() takes the least of their orders, and a
+    two-replica move brings both in: the reduced search still counts exactly the classes the
+    unreduced one reaches (6,816). It did not while the removing replicas were listed by the
+    model's broker ids (5,494 of 6,816): that step depended on labels, so each order of the
+    removing replicas is now a candidate (AlterPartitionReassignments.removing). Before
+    two-replica moves the second outsider added no class (17,028 at one record, as with three
+    brokers); now one record gives 174,099 (issue 29: two-replica moves, whose removing replicas
+    come in either order)."""
+    cfg = Config(rf=2, minisr=1, broker_count=4, max_records=0, max_hard_crashes=0, max_reassignments=1)
+    assert explore(FastModel(cfg), InvariantSuite(cfg)).distinct_states == _orbits(cfg) == 6816
+
+
+def test_relabelling_a_pool_of_four_maps_transitions_to_transitions():
+    """The soundness argument again with two brokers outside the set, so with two-replica moves
+    whose removing replicas come in every order."""
+    cfg = Config(rf=2, minisr=1, broker_count=4, max_records=0, max_hard_crashes=0, max_reassignments=1)
+    model = Model(dc_replace(cfg, symmetry=False))
+    states = sample_states(cfg, 120)
+    assert any(len(s.controller.replicas) == 4 for s in states)
+    for s in states:
+        successors = [t for _, t in model.successors(s)]
+        for perm in permutations((1, 2, 3, 4)):
+            mapped = sorted(repr(symmetry.relabel(t, perm)) for t in successors)
+            assert sorted(repr(t) for _, t in model.successors(symmetry.relabel(s, perm))) == mapped
 
 
 def test_engines_agree_and_the_move_completes():
@@ -164,3 +240,34 @@ def test_a_completed_move_is_witnessed_and_every_view_shows_the_replica_set(tmp_
     start = itf["states"][1]
     assert start["action"] == {"type": "AlterPartitionReassignments", "target": [3, 2]}
     assert start["controller"]["replicas"] == [3, 2, 1] and start["controller"]["adding"] == {"#set": [3]}
+
+
+# Issue 29: cancellation (--max-reassignment-cancels) roughly doubles the move's states: each
+# cancel reverts to a partition like the one before the move, with the budget spent.
+PINNED_CANCELS = (10302, 18)  # 10,395 with the purgatory emptied on re-election (before issue 29's fix of it)
+
+
+def test_engines_agree_with_cancels():
+    cfg = dc_replace(CFG, max_isr_shrinks=0, max_reassignment_cancels=1)
+    fast = explore(FastModel(cfg), InvariantSuite(cfg))
+    ref = explore_reference(Model(cfg), InvariantSuite(cfg))
+    assert (fast.verdict, fast.distinct_states, fast.depth) == (ref.verdict, ref.distinct_states, ref.depth)
+    assert fast.coverage == ref.coverage and fast.coverage["CancelPartitionReassignment"] > 0
+    assert (fast.verdict, fast.distinct_states, fast.depth) == ("holds", *PINNED_CANCELS)
+    reached = run_check(cfg).reached()
+    assert reached["ReassignmentCancelled"] is not None and reached["ReassignmentCompleted"] is not None
+
+
+def test_a_cancel_is_witnessed_and_told(tmp_path):
+    w = tmp_path / "w.json"
+    flags = "--rf 2 --minisr 1 --brokers 3 --max-reassignments 1 --max-reassignment-cancels 1 --max-records 1"
+    flags += " --max-hard-crashes 0"
+    p = run_kafkamc("check", *flags.split(), "--reach", "ReassignmentCancelled", "--quiet", "--trace-out", w)
+    assert p.returncode == 0 and "reached: ReassignmentCancelled; shortest witness saved" in p.stdout
+    assert run_kafkamc("trace", "replay", w).returncode == 0
+    shown = run_kafkamc("trace", "show", w, columns=220).stdout
+    assert "AlterPartitionReassignments(target=(3, 2))" in shown and "CancelPartitionReassignment()" in shown
+    assert "an operator cancelled the reassignment" in shown and "replicas now [2, 1]" in shown
+    html = tmp_path / "w.html"
+    assert run_kafkamc("trace", "html", w, "-o", html).returncode == 0
+    assert "reassignment cancelled: [2,1]" in html.read_text()

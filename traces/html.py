@@ -152,7 +152,13 @@ def messages(action, state: State, prev: State | None) -> tuple[list, list]:
     elif name == "AlterPartitionReassignments":  # an operator's request, like ElectLeaders
         target = ",".join(map(str, action.target))
         marks.append({"lane": "controller", "label": f"reassign to [{target}]", "kind": "elect"})
-    if state.controller.replicas != prev.controller.replicas and name != "AlterPartitionReassignments":
+    elif name == "CancelPartitionReassignment":
+        reverted = ",".join(map(str, state.controller.replicas))
+        marks.append({"lane": "controller", "label": f"reassignment cancelled: [{reverted}]", "kind": "elect"})
+    if state.controller.replicas != prev.controller.replicas and name not in (
+        "AlterPartitionReassignments",
+        "CancelPartitionReassignment",
+    ):
         done = ",".join(map(str, state.controller.replicas))
         marks.append({"lane": "controller", "label": f"reassignment complete: [{done}]", "kind": "elect"})
     # The controller's decisions ride on other actions (a session timeout, a registration): mark them on its lane.

@@ -25,7 +25,7 @@ from kafkamc.spec.fetch import Fetch, OffsetsForLeaderEpoch
 from kafkamc.spec.hw import consumer_hw, hw_isr
 from kafkamc.spec.metadata import MetadataUpdate
 from kafkamc.spec.protocol import NEWEST, PRESETS
-from kafkamc.spec.reassignment import AlterPartitionReassignments
+from kafkamc.spec.reassignment import AlterPartitionReassignments, CancelPartitionReassignment
 from kafkamc.spec.state import NO_LEADER, UNKNOWN, Broker, Controller, Ghost, State, bit, members
 
 if TYPE_CHECKING:
@@ -312,8 +312,15 @@ def _controller(cfg: Config, action, before: Controller, state: State, restart_t
     elif isinstance(action, AlterPartitionReassignments):
         incoming = [r for r in action.target if r not in before.replicas]
         cause = f"an operator moved the partition to replicas {list(action.target)} (AlterPartitionReassignments)"
-        did.append(f"added broker {incoming[0]} as an adding replica ({_assignment(after)})")
-    if before.replicas != after.replicas and not isinstance(action, AlterPartitionReassignments):
+        one = len(incoming) == 1
+        brokers = f"broker {incoming[0]} as an adding replica" if one else f"brokers {incoming} as adding replicas"
+        did.append(f"added {brokers} ({_assignment(after)})")
+    elif isinstance(action, CancelPartitionReassignment):
+        cause = "an operator cancelled the reassignment (AlterPartitionReassignments with no target)"
+        did.append(f"reverted it (PartitionReassignmentRevert): replicas now {list(after.replicas)}")
+    if before.replicas != after.replicas and not isinstance(
+        action, (AlterPartitionReassignments, CancelPartitionReassignment)
+    ):
         did.append(f"completed the reassignment: replicas now {list(after.replicas)}")
     dropped = isinstance(action, BrokerRestart) and (before.isr | before.elr) & ~(after.isr | after.elr) & bit(b)
     if dropped:
@@ -355,6 +362,8 @@ def _election(cfg: Config, action, before: Controller, state: State) -> str:
         how = "as the preferred replica"
     elif isinstance(action, ControlledShutdown):
         how = f"in place of broker {action.broker}, which is shutting down"
+    elif isinstance(action, CancelPartitionReassignment) and before.leader not in after.replicas:
+        how = f"in place of broker {before.leader}, an adding replica the cancel removed"
     elif before.replicas != after.replicas and before.leader not in after.replicas:
         how = f"in place of broker {before.leader}, which the reassignment removed"
     elif after.recovering and before.lastelr & bit(b):

@@ -24,6 +24,8 @@ _WORDS: dict[tuple[str, int], str] = {
     ("c_recovering", 0): "partition is RECOVERING after an unclean election",
     ("c_reassigning", 0): "a partition reassignment is in flight",
     ("replica", 1): "broker {0} is in the partition's replica set",
+    ("adding", 1): "broker {0} is a replica the reassignment in flight adds",
+    ("removing", 1): "broker {0} is a replica the reassignment in flight removes",
     ("shutting", 1): "broker {0} is in controlled shutdown",
     ("alive", 1): "broker {0} is running",
     ("leads", 1): "broker {0} believes it leads",

@@ -15,7 +15,13 @@ from pathlib import Path
 HERE = Path(__file__).parent
 NAMED = re.compile(r"^Kafka: ([A-Z][A-Za-z]*Test)\.((?:test|should)[A-Za-z0-9_]*)\b")
 FILE_GROUPS = {
-    "test_controller_": {"PartitionChangeBuilderTest", "ReplicationControlManagerTest", "BrokerHeartbeatManagerTest"},
+    "test_controller_": {
+        "PartitionChangeBuilderTest",
+        "ReplicationControlManagerTest",
+        "BrokerHeartbeatManagerTest",
+        "PartitionReassignmentReplicasTest",
+        "PartitionReassignmentRevertTest",
+    },
     "test_partition_": {"PartitionTest", "ReplicaTest", "ReplicaManagerTest"},
     "test_fetcher_": {"AbstractFetcherThreadTest", "ReplicaFetcherThreadTest"},
 }
