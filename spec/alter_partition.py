@@ -154,9 +154,9 @@ def write_isr(cfg: Config, state: State, b: int, proposed: int, added_bepoch: in
 
 def expand_isr_in_fetch(cfg: Config, state: State, b: int, f: int) -> State:
     """Before AlterPartition (isr_update=zookeeper), the fetch that shows follower f caught up
-    adds it to the ISR itself: Partition.updateReplicaLogReadResult calls maybeExpandIsr
-    (0.8.2 to 2.2: updateLeaderHWAndMaybeExpandIsr, then maybeExpandIsr), and from 2.3
-    updateFollowerFetchState does, each before the HW is recomputed. The position is the
+    adds it to the ISR itself, before the HW is recomputed: Partition.
+    updateLeaderHWAndMaybeExpandIsr (0.8.2), maybeExpandIsr called by updateReplicaLogReadResult
+    (0.9.0 to 2.3) or by updateFollowerFetchState (2.4 to 2.6). The position is the
     offset of this fetch, so it is the follower's current incarnation's: a leader never adds
     a restarted follower on what it fetched before the restart (it keeps that stale position
     until the next fetch, as Partition.makeLeader resets followers' state only for a new
