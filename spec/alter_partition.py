@@ -52,16 +52,24 @@ def may_drop(cfg: Config, state: State, br: Broker, f: int) -> bool:
     return stuck
 
 
-def may_join(cfg: Config, br: Broker, f: int) -> bool:
-    """Whether follower f has caught up enough to rejoin the ISR (the isr_join rule)."""
+def caught_up(cfg: Config, br: Broker, f: int) -> bool:
+    """Whether the leader sees follower f caught up enough to rejoin the ISR (the isr_join
+    rule): at the HW (Partition.maybeExpandIsr, 0.8.2), and from 2.0.1 also at the start
+    offset of the leader's epoch (Partition.isFollowerInSync, KAFKA-7128)."""
     view = br.views[f - 1]
-    if cfg.rule("isr_lag") == "messages" and br.leo - view > LAG_MAX_MESSAGES:
-        # Kafka adds a follower only on its fetch, which refreshes the leader's view of it; a
-        # view the lag rule would drop again at once is one no fetch refreshed since the drop.
-        return False
     if cfg.rule("isr_join") == "hw_and_epoch_start":
         return view >= br.hw and view >= br.start
     return view >= br.hw
+
+
+def may_join(cfg: Config, br: Broker, f: int) -> bool:
+    """Whether the leader may propose follower f back into the ISR after the fetch that
+    showed it caught up (isr_update=alter_partition)."""
+    if cfg.rule("isr_lag") == "messages" and br.leo - br.views[f - 1] > LAG_MAX_MESSAGES:
+        # Kafka adds a follower only on its fetch, which refreshes the leader's view of it; a
+        # view the lag rule would drop again at once is one no fetch refreshed since the drop.
+        return False
+    return caught_up(cfg, br, f)
 
 
 def alter_partition_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> list[AlterPartition]:
@@ -72,6 +80,7 @@ def alter_partition_candidates(cfg: Config, c: Controller, br: Broker, u: Budget
         return []
     shrinks_left = cfg.allows(u, ISR_SHRINKS)
     messages = cfg.rule("isr_lag") == "messages"
+    zookeeper = cfg.rule("isr_update") == "zookeeper"  # additions happen in the fetch
     current = members(br.isr)
     out = []
     for f in cfg.brokers:
@@ -80,7 +89,7 @@ def alter_partition_candidates(cfg: Config, c: Controller, br: Broker, u: Budget
         if f in current:
             if (shrinks_left or messages) and behind(br, f):
                 out.append(AlterPartition(b, tuple(m for m in current if m != f)))
-        elif may_join(cfg, br, f):
+        elif not zookeeper and may_join(cfg, br, f):
             out.append(AlterPartition(b, tuple(sorted(current + (f,)))))
     return out
 
@@ -94,12 +103,12 @@ def alter_partition_response_candidates(cfg: Config, c: Controller, br: Broker, 
 def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | None:
     """The leader proposes adding or removing one follower.
 
-    Under isr_update=zookeeper Kafka added a follower inside the fetch that showed it caught
-    up; here the leader may add it at any later step, from its last view of the follower,
-    even one recorded before the follower restarted. Before 2.2 that is what a missed fast
-    bounce did (KAFKA-1120; the controller noticed bounces from KIP-380, KAFKA-7235): the
-    restarted follower stayed in the ISR on its previous life's position. From 2.2 to 2.7 it
-    is a deviation that can only add behaviours, never hide one."""
+    The addition comes after the fetch that showed the follower caught up (Partition.
+    maybeExpandIsr prepares it and the request waits in AlterPartitionManager), so it may
+    land at any later step; the controller's broker-epoch check (KIP-903) is what refuses
+    a position from the follower's previous life. Under isr_update=zookeeper there was no
+    such request: the leader added the follower inside that fetch (expand_isr_in_fetch),
+    and this step only shrinks."""
     b = a.leader
     br = state.broker(b)
     if not state.leads(b) or br.pending or br.alter is not None:
@@ -124,15 +133,38 @@ def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | Non
             budget = budget.spend(ISR_SHRINKS.name)
     elif added:
         f = members(added)[0]
-        if not may_join(cfg, br, f):
+        if cfg.rule("isr_update") == "zookeeper" or not may_join(cfg, br, f):
             return None
         added_bepoch = br.vbepochs[f - 1]
+    return write_isr(cfg, replace(state, budget=budget), b, proposed, added_bepoch)
+
+
+def write_isr(cfg: Config, state: State, b: int, proposed: int, added_bepoch: int) -> State | None:
+    """Leader b sends the ISR `proposed` to the controller. Under isr_update=zookeeper the
+    leader wrote the ISR itself, a ZooKeeper write conditional on the partition's version
+    (ReplicationUtils.updateLeaderAndIsr): it took effect, or failed and changed nothing,
+    before the leader went on, so no change is ever in flight."""
+    br = state.broker(b)
     state, resp = handle_alter_partition(cfg, state, br.epoch, br.pepoch, proposed, added_bepoch)
-    nxt = replace(state.with_broker(b, replace(br, pending=proposed, alter=resp)), budget=budget)
+    nxt = state.with_broker(b, replace(br, pending=proposed, alter=resp))
     if cfg.rule("isr_update") == "zookeeper":
-        # The leader wrote the ISR itself (a conditional ZooKeeper write): no window in flight.
         return handle_alter_partition_response(cfg, nxt, HandleAlterPartitionResponse(b))
     return nxt
+
+
+def expand_isr_in_fetch(cfg: Config, state: State, b: int, f: int) -> State:
+    """Before AlterPartition (isr_update=zookeeper), the fetch that shows follower f caught up
+    adds it to the ISR itself, before the HW is recomputed: Partition.
+    updateLeaderHWAndMaybeExpandIsr (0.8.2), maybeExpandIsr called by updateReplicaLogReadResult
+    (0.9.0 to 2.3) or by updateFollowerFetchState (2.4 to 2.6). The position is the
+    offset of this fetch, so it is the follower's current incarnation's: a leader never adds
+    a restarted follower on what it fetched before the restart (it keeps that stale position
+    until the next fetch, as Partition.makeLeader resets followers' state only for a new
+    leader). No lag check: maybeExpandIsr had none; replica.lag.max.messages only shrank."""
+    br = state.broker(b)
+    if br.isr & bit(f) or f not in state.controller.replicas or not caught_up(cfg, br, f):
+        return state
+    return write_isr(cfg, state, b, br.isr | bit(f), br.vbepochs[f - 1]) or state  # never None: b is alive
 
 
 def handle_alter_partition_response(cfg: Config, state: State, a: HandleAlterPartitionResponse) -> State | None:

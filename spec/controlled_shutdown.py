@@ -1,8 +1,12 @@
 """Controlled shutdown: a broker of a rolling restart hands its leadership over before it stops
 (controlled.shutdown.enable, on by default since Kafka 0.8.2; KAFKA-340 brought it in 0.8.0).
 
-KRaft (KIP-631). The broker's heartbeat says wantShutDown; BrokerHeartbeatManager moves it to
-CONTROLLED_SHUTDOWN and ReplicationControlManager.handleBrokerInControlledShutdown writes its
+KRaft (KIP-631). The broker's heartbeat says wantShutDown, and
+BrokerHeartbeatManager.calculateNextBrokerState decides from the broker's state (the same from
+2.8.0 to 4.1.1). A broker that leads nothing at the controller (hasLeaderships false) gets
+SHUTDOWN_NOW at once: ReplicationControlManager.processBrokerHeartbeat fences it
+(handleBrokerFenced: out of the ISR, into the ELR below min ISR) and it stops, one step here. A
+broker that leads moves to CONTROLLED_SHUTDOWN: handleBrokerInControlledShutdown writes its
 BrokerRegistrationChangeRecord (inControlledShutdown) and, through generateLeaderAndIsrUpdates,
 one partition change per partition it hosts: out of the ISR (into the ELR below min ISR: a
 clean shutdown leaves it eligible, KIP-966), and a new leader where it led. From then on it is
@@ -10,10 +14,12 @@ no acceptable leader (PartitionChangeBuilder.isAcceptableLeader), the controller
 it to an ISR (AlterPartition: INELIGIBLE_REPLICA, KIP-841) and a leader's HW does not wait for it
 (Partition.isReplicaIsrEligible, KAFKA-15021). It stays alive and registered, and acts on the
 metadata it has applied, stale or not: a leader it was keeps leading until it applies the change.
-The controller answers shouldShutDown (BrokerHeartbeatManager.calculateNextBrokerState) once the
-broker leads nothing and every active broker's metadata has caught up with the offset at which
-it entered controlled shutdown; it fences the broker in the same step and the process exits
-cleanly (log flushed, HW checkpointed, a clean-shutdown marker for the next registration).
+QuorumController.processBrokerHeartbeat records the end offset of that batch as the broker's
+controlledShutdownOffset (maybeUpdateControlledShutdownOffset), and a later heartbeat gets
+SHUTDOWN_NOW once it leads nothing and the lowest metadata offset of the active brokers
+(lowestActiveOffset: unfenced, not shutting down) has reached it. The controller fences the
+broker in that step and the process exits cleanly (log flushed, HW checkpointed, a
+clean-shutdown marker for the next registration).
 
 ZooKeeper (the controlled_shutdown=zookeeper rule, before KRaft in 2.8.0): the ControlledShutdown
 request; KafkaController.doControlledShutdown moves leadership to another ISR member
@@ -22,10 +28,16 @@ last member), and the broker exits once no partition is left to move, without wa
 other brokers to learn anything.
 
 Simplifications. The metadata offset the controller waits for is read as the partition's leader
-epoch after the change: every active broker has applied at least that epoch. A follower keeps
-nothing newer of the partition; the leader's ISR update is not waited for, which can only delay
-its HW. A broker in controlled shutdown that hard-crashes instead is the BrokerCrash step; its
-session timeout fences it and clears the mark. The clean shutdowns of --max-clean-shutdowns
+epoch after the change. That identifies the shutdown's record: only a leader enters
+CONTROLLED_SHUTDOWN, and moving its leadership (to another broker or to none) always bumps the
+leader epoch, so a broker that applied that epoch or a later one applied the record (a broker
+applies the metadata log in order). The brokers counted are the live, active replicas: a
+crashed broker that is still registered reported its last offset before it died, which the
+model does not keep, and a broker outside the replica set keeps no metadata of the partition;
+both are taken as caught up, so the model may let a shutdown end sooner than Kafka, never later.
+The offset is the one a broker applied, not the one its last heartbeat reported. A broker in
+controlled shutdown that hard-crashes instead is the BrokerCrash step; its session timeout
+fences it and clears the mark. The clean shutdowns of --max-clean-shutdowns
 remain process exits without controlled shutdown (controlled.shutdown.enable=false).
 """
 
@@ -52,7 +64,8 @@ CONTROLLED_SHUTDOWNS = Bound(
 @dataclass(frozen=True)
 class ControlledShutdown:
     """The broker asks to shut down; the controller marks it as shutting down, takes it out of
-    the ISR and moves its leadership (handleBrokerInControlledShutdown)."""
+    the ISR and moves its leadership (handleBrokerInControlledShutdown), or, under KRaft, stops
+    it at once if it leads nothing (SHUTDOWN_NOW)."""
 
     broker: int
 
@@ -83,6 +96,8 @@ def controlled_shutdown(cfg: Config, state: State, a: ControlledShutdown) -> Sta
     if not state.broker(b).alive or not c.active & bit(b) or not cfg.allows(state.budget, CONTROLLED_SHUTDOWNS):
         return None
     state = replace(state, budget=state.budget.spend(CONTROLLED_SHUTDOWNS.name))
+    if cfg.rule("controlled_shutdown") == "kraft" and c.leader != b:
+        return shutdown_now(cfg, state, b)  # UNFENCED, no leaderships: SHUTDOWN_NOW
     # Marked first, so that the election skips it; the mark then takes the epoch the change wrote.
     state = partition_change(cfg, state, with_shutdown(leave_isr(cfg, c, b), b, c.epoch))
     c = state.controller
@@ -90,8 +105,10 @@ def controlled_shutdown(cfg: Config, state: State, a: ControlledShutdown) -> Sta
 
 
 def may_stop(cfg: Config, state: State, b: int) -> bool:
-    """BrokerHeartbeatManager: the broker leads nothing (at the controller), and under KRaft
-    every other active broker has applied the metadata of its controlled shutdown."""
+    """BrokerHeartbeatManager.calculateNextBrokerState in CONTROLLED_SHUTDOWN: the broker leads
+    nothing (at the controller), and under KRaft controlledShutdownOffset <= lowestActiveOffset:
+    every active broker has applied the metadata of its controlled shutdown (read as the
+    leader epoch that shutdown wrote; the module's docstring says why that suffices)."""
     c = state.controller
     if c.leader == b or not c.shutdown or not c.shutdown[b - 1]:
         return False
@@ -101,16 +118,20 @@ def may_stop(cfg: Config, state: State, b: int) -> bool:
     return all(
         br.epoch >= c.shutdown[b - 1]
         for o, br in enumerate(state.brokers, 1)
-        if o != b and br.alive and active & bit(o)
+        if o != b and br.alive and active & bit(o) and o in c.replicas
     )
 
 
+def shutdown_now(cfg: Config, state: State, b: int) -> State:
+    """SHUTDOWN_NOW: the controller fences the broker (ReplicationControlManager.
+    handleBrokerFenced) and it stops with its whole log flushed and its HW checkpointed
+    (ReplicaManager.shutdown); its next registration says the shutdown was clean."""
+    return fence(cfg, state.with_broker(b, stopped(cfg, state.budget, state.broker(b))), b)
+
+
 def controlled_shutdown_complete(cfg: Config, state: State, a: ControlledShutdownComplete) -> State | None:
-    """The controller fences the broker (handleBrokerFenced on SHUTDOWN_NOW) and it stops with
-    its whole log flushed and its HW checkpointed (ReplicaManager.shutdown); its next
-    registration says the shutdown was clean."""
+    """A heartbeat of a broker in controlled shutdown that may stop: SHUTDOWN_NOW."""
     b = a.broker
-    br = state.broker(b)
-    if not br.alive or not may_stop(cfg, state, b):
+    if not state.broker(b).alive or not may_stop(cfg, state, b):
         return None
-    return fence(cfg, state.with_broker(b, stopped(cfg, state.budget, br)), b)
+    return shutdown_now(cfg, state, b)

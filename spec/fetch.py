@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafkamc.spec.alter_partition import ISR_SHRINKS
+from kafkamc.spec.alter_partition import ISR_SHRINKS, expand_isr_in_fetch
 from kafkamc.spec.hw import advance_leader_hw
 from kafkamc.spec.log import UNDEFINED, append, end_offset_for_epoch, truncate, truncation_offset
 from kafkamc.spec.rpc import RoundTrip
@@ -103,7 +103,8 @@ def send_fetch(cfg: Config, state: State, a: Fetch) -> FetchRequest | None:
 
 def handle_fetch(cfg: Config, state: State, a: Fetch, req: FetchRequest) -> tuple[State, FetchResponse]:
     """The leader's side (Partition.fetchRecords): check divergence, read the answer, then learn
-    the follower's LEO from the fetch offset (updateFollowerFetchState) and maybe advance the HW.
+    the follower's LEO from the fetch offset (updateFollowerFetchState), add it to the ISR in
+    the ZooKeeper eras, and maybe advance the HW.
 
     The answer carries the HW read with the records, before the update: ReplicaManager's
     readFromLog reads the log and the HW first and updateFollowerFetchState runs after it.
@@ -129,8 +130,10 @@ def handle_fetch(cfg: Config, state: State, a: Fetch, req: FetchRequest) -> tupl
     views, vbepochs = list(lead.views), list(lead.vbepochs)
     views[f - 1] = fetch_offset  # learned from the request, never from the response
     vbepochs[f - 1] = req.bepoch  # KIP-903: the fetch names the follower's broker epoch
-    lead = replace(lead, views=tuple(views), vbepochs=tuple(vbepochs))
-    return advance_leader_hw(cfg, state.with_broker(ld, lead), ld), answer
+    state = state.with_broker(ld, replace(lead, views=tuple(views), vbepochs=tuple(vbepochs)))
+    if cfg.rule("isr_update") == "zookeeper":
+        state = expand_isr_in_fetch(cfg, state, ld, f)  # no AlterPartition: added right here
+    return advance_leader_hw(cfg, state, ld), answer
 
 
 def handle_fetch_response(cfg: Config, state: State, a: Fetch, resp: FetchResponse) -> State:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from kafkamc.checker.run import run_check
 from kafkamc.spec.config import Config, ConfigError
+from kafkamc.spec.model import Model
+from kafkamc.spec.next import describe
 from kafkamc.spec.protocol import (
     ERAS,
     NEWEST,
@@ -143,3 +145,40 @@ def test_config_round_trips_its_protocol():
     assert Config.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ConfigError):
         Config.from_dict({**cfg.to_dict(), "protocol": {"elr": "sometimes"}})
+
+
+# Issue 29: `--protocol 2.2.0 --max-records 2 --max-hard-crashes 1 --max-isr-shrinks 1` failed
+# NoCommittedDataLoss in 10 steps on this path, a false violation: leader 1 added follower 2,
+# restarted with an empty log, back to the ISR on the position 2 had fetched before its crash.
+# Before AlterPartition a leader added a follower only inside a fetch (Partition.maybeExpandIsr).
+ZK_FALSE_PATH = (
+    "Produce(leader=1, record=1)",
+    "Fetch(follower=2, leader=1)",
+    "Fetch(follower=2, leader=1)",
+    "BrokerCrash(broker=2, keep=0)",
+    "BrokerSessionTimeout(broker=2)",
+    "MetadataUpdate(broker=1)",
+    "BrokerRestart(broker=2)",
+    "AlterPartition(leader=1, isr=(1, 2, 3))",
+)
+
+
+def test_zookeeper_eras_add_a_follower_only_inside_its_fetch():
+    cfg = Config(protocol=preset("2.2.0"), max_records=2, max_hard_crashes=1, max_isr_shrinks=1)
+    run = run_check(cfg)
+    assert _outcome(run) == ("holds", None, None)
+    assert (run.result.distinct_states, run.result.depth) == (44795, 21)
+    model = Model(cfg)
+    s = model.initial_states()[0]
+    for name in ZK_FALSE_PATH[:-1]:
+        (s,) = [n for a, n in model.successors(s) if describe(a) == name]
+    assert s.broker(2).log == () and s.broker(1).views[1] == 1  # the position of its previous life
+    assert not [a for a, _ in model.successors(s) if describe(a) == ZK_FALSE_PATH[-1]]
+    # The newest preset may still propose it (the request waits in AlterPartitionManager), and the
+    # controller refuses the stale broker epoch (KIP-903): the bug of 2.7.0 to 3.4.
+    newest = Config(max_records=2, max_hard_crashes=1, max_isr_shrinks=1)
+    s = Model(newest).initial_states()[0]
+    for name in ZK_FALSE_PATH[:-1]:
+        (s,) = [n for a, n in Model(newest).successors(s) if describe(a) == name]
+    (after,) = [n for a, n in Model(newest).successors(s) if describe(a) == ZK_FALSE_PATH[-1]]
+    assert after.broker(1).alter.error == "INELIGIBLE_REPLICA"

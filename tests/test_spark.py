@@ -61,7 +61,8 @@ CASES = {
     ),
     # Issue 16's moves: the pinned configurations of tests/test_controlled_shutdown.py and
     # tests/test_reassignment.py (a broker pool: the codec carries the replica set's changes).
-    "controlled-shutdown": (Config(**CONTROLLED_SHUTDOWN_SMALL), "holds", 2070, 20, 2, 4),
+    # 2,070 until issue 29: a broker that leads nothing now stops at once (SHUTDOWN_NOW).
+    "controlled-shutdown": (Config(**CONTROLLED_SHUTDOWN_SMALL), "holds", 1926, 20, 2, 4),
     "reassignment-four-brokers": (Config(**REASSIGNMENT_SMALL), "holds", 5084, 18, 2, 4),
     # The rest of the pinned table (tests/test_pinned.py) and the bug zoo (tests/test_protocols.py).
     "two-shutdowns-rf2": (
