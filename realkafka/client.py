@@ -146,10 +146,17 @@ def read_all(bootstrap: str, topic: str, partition: int = 0, timeout: float = 20
         }
     )
     try:
-        _low, high = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while True:  # a new leader answers OFFSET_NOT_AVAILABLE until its HW is known (KIP-207)
+            try:
+                high = int(c.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)[1])
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
         c.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
         out: list[tuple[int, str]] = []
-        deadline = time.monotonic() + timeout
         while (not out or out[-1][0] < high - 1) and high > 0 and time.monotonic() < deadline:
             m = c.poll(0.2)
             if m is not None and m.error() is None:

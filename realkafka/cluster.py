@@ -260,6 +260,11 @@ class Cluster:
         self._signal(node, signal.SIGTERM)
         return self.procs[node].wait(timeout)
 
+    def signal_stop(self, node: int) -> None:
+        """SIGTERM without waiting: the controlled shutdown begins; stop() waits for the exit."""
+        self.resume(node)
+        self._signal(node, signal.SIGTERM)
+
     def close(self) -> None:
         """Kill every process still running (a paused one dies too: SIGKILL needs no SIGCONT)."""
         for node in list(self.procs):
