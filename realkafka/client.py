@@ -221,7 +221,8 @@ def controller_history(cluster: Cluster, topic: str, partition: int = 0) -> list
     (PartitionRegistration.merge); the other fields are kept unless the record changes them."""
     folder = cluster.data_dir(0) / "__cluster_metadata-0"
     segments = sorted(str(p) for p in folder.glob("*.log"))
-    out = _run_java(cluster, "kafka.tools.DumpLogSegments", ["--cluster-metadata-decoder", "--files", ",".join(segments)])
+    tool = jars.first_class(cluster.version, "kafka.tools.DumpLogSegments", "org.apache.kafka.tools.DumpLogSegments")
+    out = _run_java(cluster, tool, ["--cluster-metadata-decoder", "--files", ",".join(segments)])
     topic_id, state, history = None, None, []
     for line in out.splitlines():
         if "payload: " not in line:

@@ -76,13 +76,14 @@ class Settings:
     session_timeout_ms is the controller's broker.session.timeout.ms (a broker that sends no
     heartbeat for that long is fenced: BrokerHeartbeatManager); replica_lag_ms is
     replica.lag.time.max.ms (Partition.maybeShrinkIsr); elr turns on the
-    eligible.leader.replicas.version feature at format time (KIP-966); auto_rebalance is the
+    eligible.leader.replicas.version feature on or off at format time (KIP-966; None: the
+    release's default, which is on for a new 4.1 or 4.4 cluster); auto_rebalance is the
     controller's auto.leader.rebalance.enable (QuorumController.maybeBalancePartitionLeaders)."""
 
     session_timeout_ms: int = 6000
     heartbeat_ms: int = 500
     replica_lag_ms: int = 10000
-    elr: bool = False
+    elr: bool | None = None
     auto_rebalance: bool = False
     imbalance_check_s: int = 1
     heap: str = "256m"
@@ -203,8 +204,8 @@ class Cluster:
         procs = {}
         for node in nodes:
             cmd = self._java("kafka.tools.StorageTool", "format", f"--cluster-id={self.cluster_id}", "-c", str(self._config_file(node)))
-            if self.settings.elr:
-                cmd += ["--feature", "eligible.leader.replicas.version=1"]
+            if self.settings.elr is not None:
+                cmd += ["--feature", f"eligible.leader.replicas.version={int(self.settings.elr)}"]
             procs[node] = subprocess.Popen(
                 cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=_die_with_parent()
             )

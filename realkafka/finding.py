@@ -35,7 +35,7 @@ from kafkamc.realkafka.cluster import Cluster, Settings, kraft_cluster
 TOPIC = "finding"
 # The stalls last a few seconds; the session timeout is well above them, so that the controller
 # fences no stalled broker (BrokerHeartbeatManager), and the lag time too (Partition.maybeShrinkIsr).
-SETTINGS = Settings(session_timeout_ms=12000, replica_lag_ms=30000)
+SETTINGS = Settings(session_timeout_ms=15000, replica_lag_ms=30000)
 # A broker's outstanding KRaft fetch is answered within metadata.max.idle.interval.ms (500 ms by
 # default: the controller's NoOpRecord), so after this long a stalled broker has nothing pending
 # and every later metadata record reaches it in the first fetch after it resumes.

@@ -65,6 +65,22 @@ def classpath(version: str) -> str:
     return str(resolve(version) / "*")
 
 
+def first_class(version: str, *names: str) -> str:
+    """The first of names that version's jars hold (a tool that moved between releases, such as
+    DumpLogSegments: kafka.tools in 4.1, org.apache.kafka.tools in 4.4)."""
+    import zipfile
+
+    paths = {n.replace(".", "/") + ".class": n for n in names}
+    found: set[str] = set()
+    for jar in resolve(version).glob("kafka*.jar"):
+        with zipfile.ZipFile(jar) as z:
+            found |= paths.keys() & set(z.namelist())
+    for path, name in paths.items():
+        if path in found:
+            return name
+    raise JarsMissing(f"none of {', '.join(names)} in Kafka {version}'s jars")
+
+
 def java() -> str:
     found = shutil.which("java")
     if found is None:

@@ -31,15 +31,15 @@ public class Probe {
             // request is never sent to it: time out and try again with a fresh Admin.
             ElectionType type = ElectionType.valueOf(a[4]);
             for (int attempt = 1; ; attempt++) {
-                try (Admin admin = admin(a[1], 2500)) {
-                    ElectLeadersOptions o = new ElectLeadersOptions().timeoutMs(3000);
+                try (Admin admin = admin(a[1], 1200)) {
+                    ElectLeadersOptions o = new ElectLeadersOptions().timeoutMs(1500);
                     Map<TopicPartition, Optional<Throwable>> r = admin.electLeaders(type, Set.of(tp), o).partitions().get();
                     Optional<Throwable> e = r.getOrDefault(tp, Optional.empty());
                     System.out.println("{\"attempts\": " + attempt + ", \"error\": " + (e.isPresent() ? "\""
                             + e.get().getClass().getSimpleName() + "\"" : "null") + "}");
                     return;
                 } catch (java.util.concurrent.ExecutionException x) {
-                    if (!(x.getCause() instanceof org.apache.kafka.common.errors.TimeoutException) || attempt >= 8) throw x;
+                    if (!(x.getCause() instanceof org.apache.kafka.common.errors.TimeoutException) || attempt >= 12) throw x;
                 }
             }
         } else if (cmd.equals("describe")) {
