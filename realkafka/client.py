@@ -8,7 +8,8 @@ AdminClient (topics with a replica assignment, describe, preferred election). ka
 Python but lags the brokers' protocol versions. Two things no Python client offers are done with
 Kafka's own Java code from the same jars as the brokers: a preferred election that gets past a
 paused broker (librdkafka sends ElectLeaders to the Metadata response's "controller", which KRaft
-picks at random among the unfenced brokers, paused ones included), and reassignment (realkafka/java/Probe.java); and the controller's view of a
+picks at random among the unfenced brokers, paused ones included), and reassignment
+(realkafka/java/Probe.java); and the controller's view of a
 partition (leader epoch, partition epoch, ISR, ELR), read from its metadata log with
 kafka.tools.DumpLogSegments, since no client API returns the leader epoch.
 """
@@ -160,7 +161,7 @@ def read_all(bootstrap: str, topic: str, partition: int = 0, timeout: float = 20
         while (not out or out[-1][0] < high - 1) and high > 0 and time.monotonic() < deadline:
             m = c.poll(0.2)
             if m is not None and m.error() is None:
-                out.append((m.offset(), m.value().decode()))
+                out.append((int(m.offset() or 0), (m.value() or b"").decode()))
         return out
     finally:
         c.close()

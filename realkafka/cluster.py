@@ -197,13 +197,28 @@ class Cluster:
 
     def _java(self, main: str, *args: str) -> list[str]:
         log4j = f"-Dlog4j2.configurationFile=file:{self.folder / 'log4j2.properties'}"
-        return [jars.java(), f"-Xmx{self.settings.heap}", *JVM_FLAGS, log4j, "-cp", jars.classpath(self.version), main, *args]
+        return [
+            jars.java(),
+            f"-Xmx{self.settings.heap}",
+            *JVM_FLAGS,
+            log4j,
+            "-cp",
+            jars.classpath(self.version),
+            main,
+            *args,
+        ]
 
     def format(self, nodes: list[int]) -> None:
         """kafka-storage format (kafka.tools.StorageTool) of fresh log dirs, all at once."""
         procs = {}
         for node in nodes:
-            cmd = self._java("kafka.tools.StorageTool", "format", f"--cluster-id={self.cluster_id}", "-c", str(self._config_file(node)))
+            cmd = self._java(
+                "kafka.tools.StorageTool",
+                "format",
+                f"--cluster-id={self.cluster_id}",
+                "-c",
+                str(self._config_file(node)),
+            )
             if self.settings.elr is not None:
                 cmd += ["--feature", f"eligible.leader.replicas.version={int(self.settings.elr)}"]
             procs[node] = subprocess.Popen(
@@ -291,7 +306,9 @@ class Cluster:
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     return
             time.sleep(0.05)
-        raise ClusterFailed(f"{self.name(node)} did not listen on {port} in {timeout:.0f} s; log: {self.log_path(node)}")
+        raise ClusterFailed(
+            f"{self.name(node)} did not listen on {port} in {timeout:.0f} s; log: {self.log_path(node)}"
+        )
 
     def wait_brokers(self, nodes: list[int] | None = None, timeout: float = 90.0) -> None:
         """Until the cluster's metadata lists every broker of nodes (registered and unfenced)."""

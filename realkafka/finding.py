@@ -145,7 +145,10 @@ class Scenario:
         time.sleep(0.5)  # broker 3's next fetch tells leader 2 its log end offset past r1
         producer.wait(r1, 0.2)
         n = _epoch(c, 2, "Leader", 2)
-        self.note(f"broker 1 paused; r1 produced to leader 2 (epoch {n}), fetched by broker 3; ack pending: {r1.answered is None}")
+        self.note(
+            f"broker 1 paused; r1 produced to leader 2 (epoch {n}), fetched by broker 3; "
+            f"ack pending: {r1.answered is None}"
+        )
 
         # Broker 2 stalls and misses epoch N+1; broker 1 resumes and leads it (preferred election).
         c.pause(2)
@@ -171,13 +174,17 @@ class Scenario:
         t_pause3 = time.monotonic()
         c.signal_stop(1)
         _until(f"epoch {n + 2} led by 2 (broker 1's view)", lambda: _epoch(c, 1, "Follower", 2) == n + 2, 15, 0.05)
-        self.note(f"broker 3 paused; broker 1 asked to shut down (SIGTERM): the controller elects broker 2, epoch {n + 2}")
+        self.note(
+            f"broker 3 paused; broker 1 asked to shut down (SIGTERM): the controller elects broker 2, epoch {n + 2}"
+        )
 
         c.resume(2)
         o.stalls_s["broker 2"] = time.monotonic() - t_pause2
         producer.wait(r1, 10)
         o.acked_offset, o.ack_error = r1.offset, r1.error
-        self.note(f"broker 2 resumed: r1's produce answered {r1.answered is not None}: offset {r1.offset}, error {r1.error}")
+        self.note(
+            f"broker 2 resumed: r1's produce answered {r1.answered is not None}: offset {r1.offset}, error {r1.error}"
+        )
 
         # Broker 2 crashes; broker 3, without r1, is elected once 2's session expires.
         c.kill(2)
@@ -192,7 +199,9 @@ class Scenario:
         c.procs[1].wait(60)  # broker 1's controlled shutdown ends once 2 is fenced and 3 caught up
         c.start(2)
         c.start(1)
-        _until("ISR of 3 with another broker", lambda: (_describe(c, [1, 2, 3]) or {}).get("isr", []).__len__() >= 2, 60)
+        _until(
+            "ISR of 3 with another broker", lambda: (_describe(c, [1, 2, 3]) or {}).get("isr", []).__len__() >= 2, 60
+        )
         r2 = producer.send("r2")
         producer.wait(r2, 20)
         final = client.read_all(c.bootstrap, TOPIC)
