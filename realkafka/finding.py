@@ -102,8 +102,9 @@ def _leader_is(cluster: Cluster, nodes: list[int], leader: int, isr: set[int] | 
 class Scenario:
     """One run of the schedule on a fresh cluster; each step appends a line to outcome.steps."""
 
-    def __init__(self, cluster: Cluster, outcome: Outcome, echo: bool):
+    def __init__(self, cluster: Cluster, outcome: Outcome, echo: bool, control: bool = False):
         self.c, self.o, self.echo, self.t0 = cluster, outcome, echo, time.monotonic()
+        self.control = control
 
     def note(self, text: str) -> None:
         line = f"{time.monotonic() - self.t0:6.1f}s  {text}"
@@ -165,6 +166,14 @@ class Scenario:
         except TimeoutError:
             pass
         self.note(f"broker 3 follows broker 1; r1 truncated from broker 3's log: {o.r1_truncated_on_3}")
+        if self.control:
+            # The control: broker 2 applies epoch N+1 on its own (it becomes a follower of 1),
+            # then stalls again, so that epoch N+2 reaches it in a delta of its own.
+            c.resume(2)
+            _until(f"broker 2 follows 1 in epoch {n + 1}", lambda: _epoch(c, 2, "Follower", 1) == n + 1, 15, 0.05)
+            c.pause(2)
+            time.sleep(RAFT_DRAIN_S)
+            self.note(f"control: broker 2 resumed until it followed broker 1 in epoch {n + 1}, then paused again")
 
         # Broker 3 stalls (so it cannot fetch r1 again); broker 1 asks to shut down, the controller
         # elects broker 2 (epoch N+2). Broker 1 itself stays in PENDING_CONTROLLED_SHUTDOWN until
@@ -221,11 +230,12 @@ def collect(cluster: Cluster, outcome: Outcome) -> None:
         outcome.log_excerpts[cluster.name(node)] = lines
 
 
-def run_once(version: str, folder: Path | None = None, echo: bool = False) -> Outcome:
+def run_once(version: str, folder: Path | None = None, echo: bool = False, control: bool = False) -> Outcome:
+    """One run on a fresh cluster; control=True lets broker 2 apply epoch N+1 by itself."""
     outcome = Outcome(version)
     with kraft_cluster(version, 3, SETTINGS, folder=folder) as cluster:
         try:
-            Scenario(cluster, outcome, echo).run()
+            Scenario(cluster, outcome, echo, control).run()
         except Exception as e:  # a step that did not happen ends the run; the story says which
             outcome.steps.append(f"stopped: {type(e).__name__}: {e}")
         finally:
@@ -261,11 +271,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--kafka-version", default="4.1.1")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--keep", type=Path, default=None, help="keep each run's folder (logs, data) under DIR")
+    ap.add_argument("--control", action="store_true", help="broker 2 applies epoch N+1 by itself (no merged delta)")
     args = ap.parse_args(argv)
     lost = 0
     for i in range(args.runs):
         folder = None if args.keep is None else args.keep / f"{args.kafka_version}-run{i + 1}"
-        o = run_once(args.kafka_version, folder, echo=True)
+        o = run_once(args.kafka_version, folder, echo=True, control=args.control)
         print(story(o), flush=True)
         lost += o.lost
     print(f"Kafka {args.kafka_version}: acknowledged write lost in {lost} of {args.runs} runs")
