@@ -201,8 +201,11 @@ class Scenario:
         o.stalls_s["broker 3"] = time.monotonic() - t_pause3
         self.note("broker 2 killed (SIGKILL); broker 3 resumed")
         _until("leader 3", lambda: _leader_is(c, [3], 3), SETTINGS.session_timeout_ms / 1000 + 30, poll=0.5)
-        o.read_after = client.read_all(c.bootstrap_of([3]), TOPIC)
-        self.note(f"broker 3 leads; a consumer reads {o.read_after}")
+        try:
+            o.read_after = client.read_all(c.bootstrap_of([3]), TOPIC)
+            self.note(f"broker 3 leads; a consumer reads {o.read_after}")
+        except Exception as e:  # KIP-966: with ISR [3] below min ISR the HW cannot pass the epoch start
+            self.note(f"broker 3 leads; no read yet: {e}")
 
         # Both come back; broker 2 truncates r1 as a follower of 3; the next record takes r1's offset.
         c.procs[1].wait(60)  # broker 1's controlled shutdown ends once 2 is fenced and 3 caught up
