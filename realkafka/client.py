@@ -68,6 +68,22 @@ def describe(bootstrap: str, topic: str, partition: int = 0, timeout: float = 10
     }
 
 
+def wait_partition(bootstrap: str, topic: str, leader: int, isr: list[int], timeout: float = 30.0) -> dict[str, Any]:
+    """describe() until the partition has leader and isr (in that order); a new topic is unknown
+    to a broker until its metadata arrives, which is retried like any other answer."""
+    deadline = time.monotonic() + timeout
+    last: dict[str, Any] | Exception = {}
+    while time.monotonic() < deadline:
+        try:
+            last = describe(bootstrap, topic, timeout=3.0)
+            if last["leader"] == leader and last["isr"] == isr:
+                return last
+        except Exception as e:
+            last = e
+        time.sleep(0.1)
+    raise TimeoutError(f"{topic}: not leader {leader} with ISR {isr} after {timeout:.0f} s (last: {last})")
+
+
 @dataclass
 class Ack:
     """One produced record and what the broker answered: its offset, or the error."""

@@ -41,10 +41,8 @@ def test_cluster_ready_round_trip_and_teardown(tmp_path):
         pids = [c.pid(n) for n in [0, 1, 2, 3]]
         assert client.live_brokers(c.bootstrap) == {1, 2, 3}  # ready means: all three in the metadata
         client.create_topic(c.bootstrap, "t", [1, 2, 3], min_isr=2)
-        deadline = time.monotonic() + 30
-        while client.describe(c.bootstrap, "t")["isr"] != [1, 2, 3] and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert client.describe(c.bootstrap, "t") == {"leader": 1, "replicas": [1, 2, 3], "isr": [1, 2, 3]}
+        described = client.wait_partition(c.bootstrap, "t", leader=1, isr=[1, 2, 3])
+        assert described == {"leader": 1, "replicas": [1, 2, 3], "isr": [1, 2, 3]}
         producer = client.Producer(c.bootstrap, "t")
         acks = [producer.send(f"v{i}") for i in range(3)]
         assert all(producer.wait(a, 20) for a in acks)
