@@ -35,7 +35,7 @@ from kafkamc.realkafka.cluster import Cluster, Settings, kraft_cluster
 TOPIC = "finding"
 # The stalls last a few seconds; the session timeout is well above them, so that the controller
 # fences no stalled broker (BrokerHeartbeatManager), and the lag time too (Partition.maybeShrinkIsr).
-SETTINGS = Settings(session_timeout_ms=15000, replica_lag_ms=30000)
+SETTINGS = Settings(session_timeout_ms=18000, replica_lag_ms=30000)
 # A broker's outstanding KRaft fetch is answered within metadata.max.idle.interval.ms (500 ms by
 # default: the controller's NoOpRecord), so after this long a stalled broker has nothing pending
 # and every later metadata record reaches it in the first fetch after it resumes.
@@ -55,6 +55,7 @@ class Outcome:
     history: list[dict[str, Any]] = field(default_factory=list)
     log_excerpts: dict[str, list[str]] = field(default_factory=dict)
     stalls_s: dict[str, float] = field(default_factory=dict)
+    hw_checkpoint_2: int | None = None
 
     @property
     def lost(self) -> bool:
@@ -85,6 +86,16 @@ def _epoch(cluster: Cluster, node: int, role: str, leader: int) -> int:
             continue
         epoch = int(line.split("starts at leader epoch ", 1)[1].split()[0])
     return epoch
+
+
+def _checkpointed_hw(cluster: Cluster, node: int) -> int | None:
+    """The partition's HW in node's replication-offset-checkpoint (lines: topic partition offset)."""
+    path = cluster.data_dir(node) / "replication-offset-checkpoint"
+    for line in path.read_text().splitlines()[2:] if path.exists() else []:
+        topic, partition, offset = line.split()
+        if topic == TOPIC and partition == "0":
+            return int(offset)
+    return None
 
 
 def _describe(cluster: Cluster, nodes: list[int]) -> dict[str, Any] | None:
@@ -194,6 +205,10 @@ class Scenario:
         self.note(
             f"broker 2 resumed: r1's produce answered {r1.answered is not None}: offset {r1.offset}, error {r1.error}"
         )
+        # The HW broker 2 checkpoints (ReplicaManager, every replica.high.watermark.checkpoint.interval.ms).
+        time.sleep(1.0)
+        o.hw_checkpoint_2 = _checkpointed_hw(c, 2)
+        self.note(f"broker 2's replication-offset-checkpoint: HW {o.hw_checkpoint_2}")
 
         # Broker 2 crashes; broker 3, without r1, is elected once 2's session expires.
         c.kill(2)

@@ -33,6 +33,7 @@ def test_a_re_elected_leader_acknowledges_a_record_that_is_then_lost(version, tm
     assert jump and re.search(r"Previous leader Some\(2\) and previous leader epoch was 1\.", jump[-1])
     # ... and the produce of r1, waiting since epoch 1, was acknowledged at offset 2.
     assert (o.acked_offset, o.ack_error) == (2, None)
+    assert o.hw_checkpoint_2 == 3  # broker 2's own HW covered r1
     # Broker 3, elected after 2 crashed, never had r1: the acknowledged record is lost.
     assert o.read_after == [(0, "r0"), (1, "r0b")]
     assert o.lost and o.offset_now_holds == "r2"

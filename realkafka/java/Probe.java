@@ -31,7 +31,8 @@ public class Probe {
             // request is never sent to it: time out and try again with a fresh Admin.
             ElectionType type = ElectionType.valueOf(a[4]);
             for (int attempt = 1; ; attempt++) {
-                try (Admin admin = admin(a[1], 1200)) {
+                Admin admin = admin(a[1], 1200);
+                try {
                     ElectLeadersOptions o = new ElectLeadersOptions().timeoutMs(1500);
                     Map<TopicPartition, Optional<Throwable>> r = admin.electLeaders(type, Set.of(tp), o).partitions().get();
                     Optional<Throwable> e = r.getOrDefault(tp, Optional.empty());
@@ -40,6 +41,8 @@ public class Probe {
                     return;
                 } catch (java.util.concurrent.ExecutionException x) {
                     if (!(x.getCause() instanceof org.apache.kafka.common.errors.TimeoutException) || attempt >= 12) throw x;
+                } finally {
+                    admin.close(java.time.Duration.ZERO);  // do not wait for the call stuck on a paused broker
                 }
             }
         } else if (cmd.equals("describe")) {
