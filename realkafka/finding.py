@@ -25,7 +25,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +88,20 @@ def _epoch(cluster: Cluster, node: int, role: str, leader: int) -> int:
     return epoch
 
 
+def _next_tick(cluster: Cluster) -> float:
+    """When (time.time()) the controller's electPreferred task runs next: its last logged run
+    plus the interval (PeriodicTaskControlManager logs each run of a VERBOSE task)."""
+    import datetime
+
+    lines = cluster.log_lines(0, "Periodic task electPreferred")
+    if not lines:
+        raise TimeoutError("the controller has not logged its electPreferred task yet")
+    stamp = lines[-1][1:13]  # [HH:MM:SS,mmm]
+    today = datetime.date.today()
+    when = datetime.datetime.combine(today, datetime.datetime.strptime(stamp, "%H:%M:%S,%f").time())
+    return when.timestamp() + cluster.settings.imbalance_check_s
+
+
 def _checkpointed_hw(cluster: Cluster, node: int) -> int | None:
     """The partition's HW in node's replication-offset-checkpoint (lines: topic partition offset)."""
     path = cluster.data_dir(node) / "replication-offset-checkpoint"
@@ -113,9 +127,9 @@ def _leader_is(cluster: Cluster, nodes: list[int], leader: int, isr: set[int] | 
 class Scenario:
     """One run of the schedule on a fresh cluster; each step appends a line to outcome.steps."""
 
-    def __init__(self, cluster: Cluster, outcome: Outcome, echo: bool, control: bool = False):
+    def __init__(self, cluster: Cluster, outcome: Outcome, echo: bool, control: bool = False, auto: bool = False):
         self.c, self.o, self.echo, self.t0 = cluster, outcome, echo, time.monotonic()
-        self.control = control
+        self.control, self.auto = control, auto
 
     def note(self, text: str) -> None:
         line = f"{time.monotonic() - self.t0:6.1f}s  {text}"
@@ -135,15 +149,26 @@ class Scenario:
         # Broker 2 leads epoch N: broker 1 shuts down (controlled) and comes back into the ISR.
         c.stop(1)
         _until("leader 2", lambda: _leader_is(c, [2, 3], 2), 30)
-        c.start(1)
-        _until("ISR [1,2,3] under leader 2", lambda: _leader_is(c, [2, 3], 2, {1, 2, 3}), 60)
-        self.note("broker 1 restarted (controlled shutdown, then start): broker 2 leads, ISR [1,2,3]")
-
         # A new producer: the first one's metadata still names broker 1 as the leader.
         producer = client.Producer(c.bootstrap_of([2, 3]), TOPIC)
         r0b = producer.send("r0b")
         producer.wait(r0b, 20)
-        self.note(f"a new producer's r0b acked at offset {r0b.offset} (error {r0b.error})")
+        c.start(1)
+        _until("ISR [1,2,3] under leader 2", lambda: _leader_is(c, [2, 3], 2, {1, 2, 3}), 60, poll=0.05)
+        self.note(
+            f"r0b acked at offset {r0b.offset} by leader 2; broker 1 restarted (controlled shutdown, then start): "
+            "broker 2 leads, ISR [1,2,3]"
+        )
+        if self.auto:
+            # The controller's electPreferred task (QuorumController.registerElectPreferred) runs
+            # every leader.imbalance.check.interval.seconds and logs each run; its next run will
+            # move the leadership to broker 1. Start the stalls 3 s before it.
+            wait = _next_tick(c) - 3.0 - time.time()
+            if wait < 0:
+                raise TimeoutError(
+                    f"the controller's next rebalance is too close ({wait + 3.0:.1f} s) to stall in time"
+                )
+            time.sleep(wait)
 
         # r1 reaches 2 and 3 but not 1 (stalled, still in the ISR): not committed, its ack waits.
         # Broker 1's last fetch must be answered before r1 arrives, or the answer carries r1 into
@@ -168,8 +193,12 @@ class Scenario:
         time.sleep(RAFT_DRAIN_S)
         c.resume(1)
         o.stalls_s["broker 1"] = time.monotonic() - t_pause1
-        elected = client.elect(c, c.bootstrap_of([1, 3]), TOPIC)
-        _until(f"broker 1 leads epoch {n + 1}", lambda: _epoch(c, 1, "Leader", 1) == n + 1, 10, poll=0.05)
+        if self.auto:
+            elected = "by the controller's auto.leader.rebalance.enable"
+            _until(f"broker 1 leads epoch {n + 1}", lambda: _epoch(c, 1, "Leader", 1) == n + 1, 15, poll=0.05)
+        else:
+            elected = f"by ElectLeaders {client.elect(c, c.bootstrap_of([1, 3]), TOPIC)}"
+            _until(f"broker 1 leads epoch {n + 1}", lambda: _epoch(c, 1, "Leader", 1) == n + 1, 10, poll=0.05)
         self.note(f"broker 2 paused; broker 1 resumed; preferred election {elected}: broker 1 leads epoch {n + 1}")
         try:
             _until("broker 3 truncates r1", lambda: _log_size(c, 3) == size0, 10, poll=0.02)
@@ -248,12 +277,17 @@ def collect(cluster: Cluster, outcome: Outcome) -> None:
         outcome.log_excerpts[cluster.name(node)] = lines
 
 
-def run_once(version: str, folder: Path | None = None, echo: bool = False, control: bool = False) -> Outcome:
-    """One run on a fresh cluster; control=True lets broker 2 apply epoch N+1 by itself."""
+def run_once(
+    version: str, folder: Path | None = None, echo: bool = False, control: bool = False, auto: bool = False
+) -> Outcome:
+    """One run on a fresh cluster; control=True lets broker 2 apply epoch N+1 by itself;
+    auto=True leaves the preferred election to the controller (auto.leader.rebalance.enable,
+    checked every 10 s here, every 300 s by default)."""
     outcome = Outcome(version)
-    with kraft_cluster(version, 3, SETTINGS, folder=folder) as cluster:
+    settings = replace(SETTINGS, auto_rebalance=True, imbalance_check_s=10) if auto else SETTINGS
+    with kraft_cluster(version, 3, settings, folder=folder) as cluster:
         try:
-            Scenario(cluster, outcome, echo, control).run()
+            Scenario(cluster, outcome, echo, control, auto).run()
         except Exception as e:  # a step that did not happen ends the run; the story says which
             outcome.steps.append(f"stopped: {type(e).__name__}: {e}")
         finally:
@@ -290,11 +324,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--keep", type=Path, default=None, help="keep each run's folder (logs, data) under DIR")
     ap.add_argument("--control", action="store_true", help="broker 2 applies epoch N+1 by itself (no merged delta)")
+    ap.add_argument("--auto-rebalance", action="store_true", help="the controller elects broker 1 by itself")
     args = ap.parse_args(argv)
     lost = 0
     for i in range(args.runs):
         folder = None if args.keep is None else args.keep / f"{args.kafka_version}-run{i + 1}"
-        o = run_once(args.kafka_version, folder, echo=True, control=args.control)
+        o = run_once(args.kafka_version, folder, echo=True, control=args.control, auto=args.auto_rebalance)
         print(story(o), flush=True)
         lost += o.lost
     print(f"Kafka {args.kafka_version}: acknowledged write lost in {lost} of {args.runs} runs")
