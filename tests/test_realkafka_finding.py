@@ -37,3 +37,21 @@ def test_a_re_elected_leader_acknowledges_a_record_that_is_then_lost(version, tm
     # Broker 3, elected after 2 crashed, never had r1: the acknowledged record is lost.
     assert o.read_after == [(0, "r0"), (1, "r0b")]
     assert o.lost and o.offset_now_holds == "r2"
+
+
+def test_the_controllers_own_rebalance_loses_it_too(tmp_path):
+    """No operator: the preferred election is the controller's auto.leader.rebalance.enable
+    (checked every 10 s here). If the check comes too soon after broker 1 rejoins, the schedule
+    lets it run and starts again, which shifts the offsets and epochs by one a time."""
+    o = run_once("4.4.0", folder=tmp_path, auto=True)
+    story = "\n".join(o.steps)
+    assert not story.count("stopped:"), story
+    assert o.r1_truncated_on_3 and o.acked_offset is not None and o.ack_error is None, story
+    k = o.acked_offset
+    assert o.hw_checkpoint_2 == k + 1
+    assert [off for off, _ in o.read_after] == list(range(k))  # up to r1's offset, not r1
+    assert o.lost and o.offset_now_holds == "r2"
+    # Broker 2 skipped the epoch the controller's rebalance gave broker 1.
+    last = [ln for ln in o.log_excerpts["broker-2"] if "Leader finding-0" in ln and "starts at leader epoch" in ln][-1]
+    epoch = int(last.split("starts at leader epoch ")[1].split()[0])
+    assert f"Previous leader Some(2) and previous leader epoch was {epoch - 2}." in last
