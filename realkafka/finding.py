@@ -1,6 +1,8 @@
 """The re-election finding of issue 29, played on a real KRaft cluster.
 
     python -m kafkamc.realkafka.finding --kafka-version 4.1.1 [--runs 3] [--keep DIR]
+        [--auto-rebalance]   the controller's own preferred election (auto.leader.rebalance.enable)
+        [--control]          broker 2 applies epoch N+1 by itself: nothing is acknowledged, nothing lost
 
 The model's trace, in Kafka's words: broker 2 leads epoch N with follower 3 holding a record r1
 that broker 1 (in the ISR, stalled) lacks, so r1 is not committed and its acks=all produce waits
