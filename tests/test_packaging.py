@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-FOLDERS = ["spec", "checker", "invariants", "traces", "cli"]
+FOLDERS = ["spec", "checker", "invariants", "traces", "cli", "realkafka"]
 
 
 @pytest.mark.parametrize("name", FOLDERS)

@@ -1,0 +1,265 @@
+"""The client side of the harness: a producer that records every acknowledgement, a reader, and
+the admin operations, plus the controller's own record of a partition.
+
+Why confluent-kafka: it is Confluent's maintained Python binding of librdkafka, a complete client
+whose wheels bundle librdkafka (nothing to build or download besides PyPI), with acks=all,
+per-record delivery reports (offset or error: exactly what an acknowledgement is) and an
+AdminClient (topics with a replica assignment, describe, preferred election). kafka-python is pure
+Python but lags the brokers' protocol versions. Two things no Python client offers are done with
+Kafka's own Java code from the same jars as the brokers: a preferred election that gets past a
+paused broker (librdkafka sends ElectLeaders to the Metadata response's "controller", which KRaft
+picks at random among the unfenced brokers, paused ones included), and reassignment
+(realkafka/java/Probe.java); and the controller's view of a
+partition (leader epoch, partition epoch, ISR, ELR), read from its metadata log with
+kafka.tools.DumpLogSegments, since no client API returns the leader epoch.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kafkamc.checker.spark_cluster import _die_with_parent
+from kafkamc.realkafka import jars
+
+if TYPE_CHECKING:
+    from kafkamc.realkafka.cluster import Cluster
+
+
+def live_brokers(bootstrap: str, timeout: float = 2.0) -> set[int]:
+    """The broker ids in the cluster's metadata (KRaft lists only unfenced brokers); empty when
+    no broker of bootstrap answers in time."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    try:
+        return set(admin.list_topics(timeout=timeout).brokers)
+    except Exception:
+        return set()
+
+
+def create_topic(
+    bootstrap: str, topic: str, replicas: list[int], min_isr: int, unclean: bool = False, timeout: float = 30.0
+) -> None:
+    """CreateTopics with an explicit assignment (replicas[0] is the preferred leader)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    config = {"min.insync.replicas": str(min_isr), "unclean.leader.election.enable": str(unclean).lower()}
+    new = NewTopic(topic, num_partitions=1, replica_assignment=[replicas], config=config)
+    admin.create_topics([new], request_timeout=timeout)[topic].result(timeout)
+
+
+def describe(bootstrap: str, topic: str, partition: int = 0, timeout: float = 10.0) -> dict[str, Any]:
+    """Leader, replicas and ISR as the brokers' metadata has them (DescribeTopicPartitions)."""
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    desc = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout)[topic].result(timeout)
+    p = desc.partitions[partition]
+    return {
+        "leader": -1 if p.leader is None else p.leader.id,
+        "replicas": [n.id for n in p.replicas],
+        "isr": [n.id for n in p.isr],
+    }
+
+
+def wait_partition(bootstrap: str, topic: str, leader: int, isr: list[int], timeout: float = 30.0) -> dict[str, Any]:
+    """describe() until the partition has leader and isr (in that order); a new topic is unknown
+    to a broker until its metadata arrives, which is retried like any other answer."""
+    deadline = time.monotonic() + timeout
+    last: dict[str, Any] | Exception = {}
+    while time.monotonic() < deadline:
+        try:
+            last = describe(bootstrap, topic, timeout=3.0)
+            if last["leader"] == leader and last["isr"] == isr:
+                return last
+        except Exception as e:
+            last = e
+        time.sleep(0.1)
+    raise TimeoutError(f"{topic}: not leader {leader} with ISR {isr} after {timeout:.0f} s (last: {last})")
+
+
+@dataclass
+class Ack:
+    """One produced record and what the broker answered: its offset, or the error."""
+
+    value: str
+    sent: float
+    offset: int | None = None
+    error: str | None = None
+    answered: float | None = None
+
+
+@dataclass
+class Producer:
+    """acks=all, no retries (each record is one attempt, so an answer is the broker's answer to
+    that request), long timeouts (a request may wait in a paused leader's purgatory)."""
+
+    bootstrap: str
+    topic: str
+    partition: int = 0
+    request_timeout_ms: int = 120000
+    acks: list[Ack] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        from confluent_kafka import Producer as RdProducer
+
+        self._p = RdProducer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "acks": "all",
+                "enable.idempotence": False,
+                "retries": 0,
+                "linger.ms": 0,
+                "request.timeout.ms": self.request_timeout_ms,
+                "message.timeout.ms": self.request_timeout_ms + 10000,
+                "log_level": 3,
+            }
+        )
+
+    def send(self, value: str) -> Ack:
+        ack = Ack(value, time.time())
+        self.acks.append(ack)
+
+        def report(err: Any, msg: Any) -> None:
+            ack.answered = time.time()
+            if err is not None:
+                ack.error = err.name()
+            else:
+                ack.offset = msg.offset()
+
+        self._p.produce(self.topic, value.encode(), partition=self.partition, on_delivery=report)
+        self._p.poll(0)
+        return ack
+
+    def wait(self, ack: Ack, timeout: float) -> bool:
+        """Serve delivery reports until ack is answered or timeout passes; whether it was."""
+        deadline = time.monotonic() + timeout
+        while ack.answered is None and time.monotonic() < deadline:
+            self._p.poll(0.05)
+        return ack.answered is not None
+
+    def acknowledged(self) -> list[Ack]:
+        return [a for a in self.acks if a.offset is not None]
+
+
+def read_all(bootstrap: str, topic: str, partition: int = 0, timeout: float = 20.0) -> list[tuple[int, str]]:
+    """(offset, value) of every record a consumer reads from the beginning up to the partition's
+    high watermark (read_committed has nothing to add: no transactions here)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "kafkamc-reader",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "log_level": 3,
+        }
+    )
+    try:
+        deadline = time.monotonic() + timeout
+        while True:  # a new leader answers OFFSET_NOT_AVAILABLE until its HW is known (KIP-207)
+            try:
+                high = int(c.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)[1])
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        c.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+        out: list[tuple[int, str]] = []
+        while (not out or out[-1][0] < high - 1) and high > 0 and time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is not None and m.error() is None:
+                out.append((int(m.offset() or 0), (m.value() or b"").decode()))
+        return out
+    finally:
+        c.close()
+
+
+def high_watermark(bootstrap: str, topic: str, partition: int = 0, timeout: float = 10.0) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkamc-reader", "log_level": 3})
+    try:
+        return int(c.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)[1])
+    finally:
+        c.close()
+
+
+# ---- Kafka's own Java code: the probe (realkafka/java/Probe.java) and DumpLogSegments
+
+
+def _run_java(cluster: Cluster, main: str, args: list[str], extra_cp: str = "", timeout: float = 60.0) -> str:
+    cp = jars.classpath(cluster.version) + (f":{extra_cp}" if extra_cp else "")
+    cmd = [jars.java(), "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", cp, main, *args]
+    log4j = f"-Dlog4j2.configurationFile=file:{cluster.folder / 'tools-log4j2.properties'}"
+    cmd.insert(2, log4j)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=_die_with_parent())
+    if p.returncode != 0:
+        raise RuntimeError(f"{main} {' '.join(args)} failed: {p.stderr[-1500:]}")
+    return p.stdout
+
+
+def _probe(cluster: Cluster, args: list[str]) -> dict[str, Any]:
+    out = _run_java(cluster, "Probe", args, extra_cp=str(jars.probe_classes(cluster.version)))
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def elect(cluster: Cluster, bootstrap: str, topic: str, partition: int = 0, kind: str = "PREFERRED") -> dict:
+    """ElectLeaders through the brokers of bootstrap (the controller's listener does not take it
+    from an Admin: UnsupportedEndpointTypeException); {"attempts": n, "error": None or a name}."""
+    return _probe(cluster, ["elect", bootstrap, topic, str(partition), kind])
+
+
+def describe_elr(cluster: Cluster, bootstrap: str, topic: str, partition: int = 0) -> dict[str, Any]:
+    """Leader, replicas, ISR, ELR and last known ELR, by Kafka's Java Admin (KIP-966 fields)."""
+    return _probe(cluster, ["describe", bootstrap, topic, str(partition)])
+
+
+def reassign(cluster: Cluster, bootstrap: str, topic: str, replicas: list[int] | None, partition: int = 0) -> None:
+    """AlterPartitionReassignments (KIP-455): move to replicas, or cancel with None."""
+    target = "cancel" if replicas is None else ",".join(map(str, replicas))
+    err = _probe(cluster, ["reassign", bootstrap, topic, str(partition), target])["error"]
+    if err:
+        raise RuntimeError(err)
+
+
+def controller_history(cluster: Cluster, topic: str, partition: int = 0) -> list[dict[str, Any]]:
+    """The partition's registrations in the order the controller committed them, read from its
+    metadata log (kafka.tools.DumpLogSegments --cluster-metadata-decoder). A PartitionChangeRecord
+    that names a leader bumps the leader epoch and every change bumps the partition epoch
+    (PartitionRegistration.merge); the other fields are kept unless the record changes them."""
+    folder = cluster.data_dir(0) / "__cluster_metadata-0"
+    segments = sorted(str(p) for p in folder.glob("*.log"))
+    tool = jars.first_class(cluster.version, "kafka.tools.DumpLogSegments", "org.apache.kafka.tools.DumpLogSegments")
+    out = _run_java(cluster, tool, ["--cluster-metadata-decoder", "--files", ",".join(segments)])
+    topic_id, state, history = None, None, []
+    for line in out.splitlines():
+        if "payload: " not in line:
+            continue
+        rec = json.loads(line.split("payload: ", 1)[1])
+        kind, data = rec.get("type"), rec.get("data", {})
+        if kind == "TOPIC_RECORD" and data.get("name") == topic:
+            topic_id = data["topicId"]
+        elif data.get("topicId") != topic_id or topic_id is None or data.get("partitionId") != partition:
+            continue
+        elif kind == "PARTITION_RECORD":
+            state = {k: data.get(k) for k in ("leader", "leaderEpoch", "partitionEpoch", "isr", "replicas")}
+            state["elr"] = data.get("eligibleLeaderReplicas") or []
+            history.append(dict(state))
+        elif kind == "PARTITION_CHANGE_RECORD" and state is not None:
+            if data.get("leader", -2) != -2:
+                state["leader"], state["leaderEpoch"] = data["leader"], state["leaderEpoch"] + 1
+            for src, dst in (("isr", "isr"), ("replicas", "replicas"), ("eligibleLeaderReplicas", "elr")):
+                if data.get(src) is not None:
+                    state[dst] = data[src]
+            state["partitionEpoch"] += 1
+            history.append(dict(state))
+    return history
