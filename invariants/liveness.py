@@ -165,9 +165,7 @@ def metadata_current(cfg: Config, V: View, b: int) -> z3.BoolRef:
     """Broker b acts on the controller's latest metadata (spec.metadata.stale is false): a
     replica knows the leader and leader epoch, the leader also the ISR and partition epoch; a
     broker outside the replica set has deleted its replica."""
-    leader_knows = z3.And(
-        V.pepoch[b] == V.c_pepoch, z3.And([V.knows_isr[b][f] == V.in_isr[f] for f in cfg.brokers])
-    )
+    leader_knows = z3.And(V.pepoch[b] == V.c_pepoch, z3.And([V.knows_isr[b][f] == V.in_isr[f] for f in cfg.brokers]))
     replica = z3.And(
         V.knows_leader[b] == V.c_leader, V.epoch[b] == V.c_epoch, z3.Implies(V.c_leader == b, leader_knows)
     )

@@ -25,7 +25,7 @@ from kafkamc.invariants.liveness import LivenessSuite
 from kafkamc.spec import alter_partition as ap
 from kafkamc.spec import controller as ctl
 from kafkamc.spec import next as spec_next
-from kafkamc.spec.broker_lifecycle import BrokerCrash, BrokerHeartbeat, BrokerSessionTimeout
+from kafkamc.spec.broker_lifecycle import BrokerCrash, BrokerHeartbeat, BrokerRestart, BrokerSessionTimeout
 from kafkamc.spec.config import Config
 from kafkamc.spec.metadata import MetadataUpdate
 from kafkamc.spec.next import describe
@@ -66,7 +66,7 @@ def test_maximal_isr_covers_elr_a_leader_at_min_isr_that_lost_an_elr_member():
         TWO_SHUTDOWNS,
         bad,
         "MaximalIsrCoversElr",
-        "leader 1 at min ISR counts ISR or ELR member 2 in its HW",
+        "leader 1 at min ISR counts ELR member 2 in its HW",
         {"in_elr[2]": True, "in_hw_isr[1][2]": False, "knows_isr[1][3]": True, "c_leader": 1},
     )
     # Below min ISR (the leader counts itself alone) the HW stands still: nothing is promised.
@@ -87,7 +87,7 @@ def test_acked_write_survives_acks_1_loses_it_from_every_disk():
         s,
         "AckedWriteSurvives",
         "acknowledged record 1 is on some broker's disk",
-        {"acked[1]": True, "log[1][0]": 0, "log[2][0]": 0, "log[3][0]": 0, "alive[1]": False},
+        {"acked[1]": True, "log[1][0]": 0, "log[2][0]": 0, "log[3][0]": 0},
     )
     # With acks=all the write was never acknowledged.
     assert_holds(CFG, run(CFG, Produce(1, 1), BrokerCrash(1, keep=0)))
@@ -95,13 +95,15 @@ def test_acked_write_survives_acks_1_loses_it_from_every_disk():
 
 def test_acked_write_survives_a_stopped_brokers_disk_counts():
     """Leader 1 stops cleanly with r1 flushed: its disk still holds the record."""
-    assert_holds(ACKS1, run(ACKS1, Produce(1, 1), BrokerCrash(1)))
+    cfg = Config(rf=3, minisr=2, acks="1", max_records=1, max_clean_shutdowns=1)
+    assert_holds(cfg, run(cfg, Produce(1, 1), BrokerCrash(1)))
 
 
-def test_acks_1_search_finds_the_loss_at_the_crash():
-    """The shortest counterexample is now the crash itself (2 steps), before AckedWriteDurability
-    can see it at the election (4 steps, tests/test_eras.py)."""
-    r = run_check(ACKS1).result
+def test_acks_1_search_names_it_and_finds_the_loss_at_the_crash():
+    """Named, the shortest counterexample is the crash itself (2 steps); unnamed, the check
+    keeps telling the story of AckedWriteDurability at the election (4 steps, tests/test_eras.py)."""
+    assert run_check(ACKS1).result.violation.invariant == "AckedWriteDurability"
+    r = run_check(ACKS1, invariants=["AckedWriteSurvives"]).result
     assert (r.verdict, r.violation.invariant, r.violation.length) == ("violated", "AckedWriteSurvives", 2)
     assert [describe(a) for a, _ in r.violation.trace[1:]] == [
         "Produce(leader=1, record=1)",
@@ -118,21 +120,36 @@ LOST_LOGS = Config(rf=2, minisr=2, max_records=0, max_clean_shutdowns=1, max_har
 # 2 and then 1 crash hard and are fenced (ISR {}, ELR {1,2}, last known leader 1); 1 returns
 # and leaves the ELR (KAFKA-15586) but cannot lead while 2 is in it; 1 stops again; 2 returns
 # and leaves the ELR: both empty, the last known leader down.
-EMPTY_ISR_AND_ELR = [
-    "BrokerCrash(broker=2, keep=0)",
-    "BrokerSessionTimeout(broker=2)",
+EMPTY_ISR_AND_ELR = (
+    BrokerCrash(2, keep=0),
+    BrokerSessionTimeout(2),
+    BrokerCrash(1, keep=0),
+    BrokerSessionTimeout(1),
+    BrokerRestart(1),
+    BrokerCrash(1),
+    BrokerSessionTimeout(1),
+    BrokerRestart(2),
+)
+
+# With the mutation: 1 crashes hard, is fenced into the ELR and leaves it on its return; 2
+# crashes hard and is fenced (the ISR empties: 2 should be remembered); 2 returns and leaves
+# the ELR, and with no last known leader nobody is elected.
+FORGOTTEN = [
     "BrokerCrash(broker=1, keep=0)",
     "BrokerSessionTimeout(broker=1)",
     "BrokerRestart(broker=1)",
-    "BrokerCrash(broker=1)",
-    "BrokerSessionTimeout(broker=1)",
+    "BrokerCrash(broker=2, keep=0)",
+    "BrokerSessionTimeout(broker=2)",
     "BrokerRestart(broker=2)",
 ]
 
 
 def test_last_known_leader_kept_holds_where_the_isr_and_elr_empty():
-    r = run_check(LOST_LOGS).result
-    assert r.verdict == "holds"
+    s = run(LOST_LOGS, *EMPTY_ISR_AND_ELR)
+    c = s.controller
+    assert (c.leader, c.isr, c.elr, c.lastelr) == (0, 0, 0, B1)
+    assert_holds(LOST_LOGS, s)
+    assert run_check(LOST_LOGS).result.verdict == "holds"
 
 
 def test_last_known_leader_kept_a_controller_that_forgets_it(monkeypatch):
@@ -142,7 +159,7 @@ def test_last_known_leader_kept_a_controller_that_forgets_it(monkeypatch):
     monkeypatch.setattr(ctl, "maintain_elr", lambda *a, **k: replace(keep(*a, **k), lastelr=0))
     r = run_check(LOST_LOGS).result
     assert (r.verdict, r.violation.invariant) == ("violated", "LastKnownLeaderKept")
-    assert [describe(a) for a, _ in r.violation.trace[1:]] == EMPTY_ISR_AND_ELR
+    assert [describe(a) for a, _ in r.violation.trace[1:]] == FORGOTTEN
 
 
 def test_last_known_leader_kept_on_the_hand_built_state():
@@ -167,13 +184,15 @@ def test_last_known_leader_kept_on_the_hand_built_state():
 SMALL = dict(rf=2, minisr=1, max_records=1)
 
 
-def _check(names, actions=None, **kw):
+def _check(names, **kw):
     cfg = symmetry_for_liveness(Config(**kw).validated())
-    return cfg, check_liveness(FastModel(cfg, actions=actions), LivenessSuite(cfg, names))
+    return cfg, check_liveness(FastModel(cfg), LivenessSuite(cfg, names))
 
 
-def _with(action_type, **changes) -> tuple:
-    return tuple(dc_replace(a, **changes) if a.type is action_type else a for a in spec_next.NEXT)
+def _mutate(monkeypatch, action_type, **changes):
+    """Next with one action changed, for the search and for lasso_problem's own Model alike."""
+    actions = tuple(dc_replace(a, **changes) if a.type is action_type else a for a in spec_next.NEXT)
+    monkeypatch.setattr(spec_next, "NEXT", actions)
 
 
 def _lasso(cfg, r):
@@ -196,15 +215,25 @@ def test_the_new_liveness_properties_hold_on_the_newest_preset(kw):
     assert r.result.verdict == "holds" and set(r.verdicts.values()) == {"holds"}
 
 
-def test_eventually_unfenced_a_heartbeat_that_never_unfences():
+def test_eventually_unfenced_a_heartbeat_that_never_unfences(monkeypatch):
     """Mutation: the controller ignores a fenced broker's heartbeats."""
-    never = _with(BrokerHeartbeat, step=lambda cfg, state, a: None)
-    cfg, r = _check(["EventuallyUnfenced"], never, **SMALL, max_fences=1)
+    _mutate(monkeypatch, BrokerHeartbeat, step=lambda cfg, state, a: None)
+    cfg, r = _check(["EventuallyUnfenced"], **SMALL, max_fences=1)
     path, loop = _lasso(cfg, r)
-    assert path == ["ControllerFenceBroker(broker=1)"] and loop == 1
+    # Fenced broker 1 stays fenced while leader 2 asks again and again to add it back.
+    assert path == [
+        "ControllerFenceBroker(broker=1)",
+        "MetadataUpdate(broker=1)",
+        "MetadataUpdate(broker=2)",
+        "Fetch(follower=1, leader=2)",
+        "Fetch(follower=1, leader=2)",
+        "AlterPartition(leader=2, isr=(1, 2))",
+        "HandleAlterPartitionResponse(leader=2)",
+    ]
+    assert loop == 4
 
 
-def test_alter_partition_settles_a_leader_that_keeps_its_proposal():
+def test_alter_partition_settles_a_leader_that_keeps_its_proposal(monkeypatch):
     """Mutation: the leader takes the controller's answer but keeps the proposal as in flight,
     so it never proposes again and nothing clears it."""
 
@@ -213,14 +242,24 @@ def test_alter_partition_settles_a_leader_that_keeps_its_proposal():
         nxt = ap.handle_alter_partition_response(cfg, state, a)
         return nxt and nxt.with_broker(a.leader, replace(nxt.broker(a.leader), pending=pending))
 
-    cfg, r = _check(["AlterPartitionSettles"], _with(ap.HandleAlterPartitionResponse, step=sticky), **SMALL)
+    _mutate(monkeypatch, ap.HandleAlterPartitionResponse, step=sticky)
+    cfg, r = _check(["AlterPartitionSettles"], **SMALL)
     path, loop = _lasso(cfg, r)
-    assert path[-1] == "HandleAlterPartitionResponse(leader=1)" and loop == len(path)
+    # The shrink is answered, the proposal stays pending, and follower 2 fetches forever.
+    assert path == [
+        "ReplicaStall(follower=2)",
+        "AlterPartition(leader=1, isr=(1,))",
+        "HandleAlterPartitionResponse(leader=1)",
+        "Fetch(follower=2, leader=1)",
+        "Fetch(follower=2, leader=1)",
+    ]
+    assert loop == 4
 
 
-def test_metadata_converges_a_broker_that_never_applies_metadata():
+def test_metadata_converges_a_broker_that_never_applies_metadata(monkeypatch):
     """Mutation: metadata propagation is no longer fair (it may never come)."""
-    cfg, r = _check(["MetadataConverges"], _with(MetadataUpdate, fairness="none"), **SMALL)
+    _mutate(monkeypatch, MetadataUpdate, fairness="none")
+    cfg, r = _check(["MetadataConverges"], **SMALL)
     path, loop = _lasso(cfg, r)
     assert "MetadataUpdate" not in " ".join(path[loop:])
 
@@ -230,5 +269,21 @@ def test_reassignment_completes_a_controller_that_never_completes_it(monkeypatch
     would be unreachable too; this says the move is stuck forever)."""
     monkeypatch.setattr(ctl, "complete_reassignment", lambda c: c)
     cfg, r = _check(["ReassignmentCompletes"], **SMALL, broker_count=3, max_reassignments=1, max_hard_crashes=0)
-    path, _ = _lasso(cfg, r)
-    assert path[0].startswith("AlterPartitionReassignments(")
+    path, loop = _lasso(cfg, r)
+    # Broker 3 replaces leader 1 and joins the ISR; the move never completes.
+    assert path[1:7] == [
+        "AlterPartitionReassignments(target=(3, 2))",
+        "MetadataUpdate(broker=1)",
+        "MetadataUpdate(broker=3)",
+        "Fetch(follower=3, leader=1)",
+        "AlterPartition(leader=1, isr=(1, 2, 3))",
+        "HandleAlterPartitionResponse(leader=1)",
+    ]
+
+
+def test_the_new_invariants_hold_on_the_newest_preset_at_small_bounds():
+    """Named, so that AckedWriteSurvives (checked only when named) is in too. The default
+    bounds (--rf 3 --minisr 2) take minutes here: run by hand for issue 29, not in the suite."""
+    names = ["MaximalIsrCoversElr", "AckedWriteSurvives", "LastKnownLeaderKept"]
+    for cfg in (Config(rf=2, minisr=2, max_records=1, max_clean_shutdowns=1), LOST_LOGS):
+        assert run_check(cfg, invariants=names).result.verdict == "holds", cfg
