@@ -361,7 +361,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "MaximalIsrCoversElr",
         "safety",
         "state",
-        "once the leader's ISR is at min ISR, its HW counts every member of the controller's ISR and ELR (KIP-966)",
+        "once the leader's ISR is at min ISR, its HW also counts every member of the controller's ELR (KIP-966)",
         maximal_isr_covers_elr,
     ),
     Invariant(

@@ -143,9 +143,9 @@ def shutdown_eventually_completes(cfg: Config, V: View) -> list[Obligation]:
 
 
 def eventually_unfenced(cfg: Config, V: View) -> list[Obligation]:
-    # The peer's EventuallyUnfenced. A fenced broker whose process runs heartbeats until the
-    # controller unfences it (BrokerLifecycleManager, BrokerHeartbeatManager). A stopped one
-    # may never restart here (restarts are no step of the protocol), so it must stay up.
+    """The peer's EventuallyUnfenced. A fenced broker whose process runs heartbeats until the
+    controller unfences it (BrokerLifecycleManager, BrokerHeartbeatManager). A stopped one may
+    never restart here (restarts are no step of the protocol), so it must stay up."""
     return [
         Obligation(f"broker {b}", z3.And(V.alive[b], z3.Not(V.registered[b])), V.registered[b], V.alive[b])
         for b in cfg.brokers
@@ -153,11 +153,11 @@ def eventually_unfenced(cfg: Config, V: View) -> list[Obligation]:
 
 
 def alter_partition_settles(cfg: Config, V: View) -> list[Obligation]:
-    # The peer's AlterPartitionEpochEventuallyReachedOrZero. The proposal in flight ends when
-    # the leader takes the controller's answer (Partition.handleAlterPartitionUpdate: the ISR
-    # and partition epoch the controller committed) or its error (handleAlterPartitionError,
-    # which rolls back), or when newer metadata replaces its state (Partition.makeLeader /
-    # makeFollower); a crash ends it too. No premise: every one of those steps is fair.
+    """The peer's AlterPartitionEpochEventuallyReachedOrZero. The proposal in flight ends when the
+    leader takes the controller's answer (Partition.handleAlterPartitionUpdate: the ISR and
+    partition epoch the controller committed) or its error (handleAlterPartitionError, which
+    rolls back), or when newer metadata replaces its state (Partition.makeLeader /
+    makeFollower); a crash ends it too. No premise: every one of those steps is fair."""
     return [Obligation(f"broker {b}", V.pending[b], z3.Not(V.pending[b]), z3.BoolVal(True)) for b in cfg.brokers]
 
 
@@ -174,19 +174,19 @@ def metadata_current(cfg: Config, V: View, b: int) -> z3.BoolRef:
 
 
 def metadata_converges(cfg: Config, V: View) -> list[Obligation]:
-    # The peer's EventuallyMetadataConverges: infinitely often every running broker is
-    # current at once (a trigger of "not yet" and a premise of nothing make it always
-    # eventually). ReplicaManager.applyDelta applies each delta the broker's metadata
-    # listener replays (BrokerMetadataPublisher).
+    """The peer's EventuallyMetadataConverges: infinitely often every running broker is current at
+    once (a trigger of "not yet" and a premise of nothing make it always eventually).
+    ReplicaManager.applyDelta applies each delta the broker's metadata listener replays
+    (BrokerMetadataPublisher)."""
     current = z3.And([metadata_current(cfg, V, b) for b in cfg.brokers])
     return [Obligation("", z3.Not(current), current, z3.BoolVal(True))]
 
 
 def reassignment_completes(cfg: Config, V: View) -> list[Obligation]:
-    # The peer's EventuallyReassignmentCompletes; reach.ReassignmentCompleted only asks that
-    # one can. The move ends once every target replica is in the ISR (PartitionChangeBuilder.
-    # completeReassignmentIfNeeded): the target replicas must stay up and unfenced and the
-    # partition keep a leader to copy from, or nothing can bring them in.
+    """The peer's EventuallyReassignmentCompletes; reach.ReassignmentCompleted only asks that one
+    can. The move ends once every target replica is in the ISR (PartitionChangeBuilder.
+    completeReassignmentIfNeeded): the target replicas must stay up and unfenced and the
+    partition keep a leader to copy from, or nothing can bring them in."""
     targets_up = z3.And([z3.Implies(z3.And(V.replica[b], z3.Not(V.removing[b])), _active(V, b)) for b in cfg.brokers])
     premise = z3.And(targets_up, _has_leader(V, cfg.brokers))
     return [Obligation("", V.c_reassigning, z3.Not(V.c_reassigning), premise)]
