@@ -21,7 +21,10 @@ Parts = list[tuple[str, z3.BoolRef]]
 @dataclass(frozen=True)
 class Invariant:
     name: str
-    tier: str  # "safety": what Kafka promises; "sanity": the model is well formed
+    # "safety": what Kafka promises; "sanity": the model is well formed; "named": a safety
+    # promise checked only when named (--invariant), because every configuration documented
+    # to lose data breaks it first and would hide the promise its story is about (ON_DEMAND).
+    tier: str
     kind: str  # "state" or "action"
     meaning: str
     build: Callable[..., Parts]
@@ -155,6 +158,80 @@ def maximal_isr_covers_isr(cfg: Config, V: View) -> Parts:
     ]
 
 
+def maximal_isr_covers_elr(cfg: Config, V: View) -> Parts:
+    """The peer's ReplicationQuorumSupersetProperty (Vanlightly's KIP-966 TLA+ specification).
+
+    KIP-966: while the ISR a leader knows is at min ISR its HW may advance
+    (Partition.maybeIncrementLeaderHW), so the ISR that HW is computed over must contain
+    every broker the controller may elect: the members of its ISR and of its ELR. Below min
+    ISR the HW stands still and a proposal in flight may leave an ELR member out, which is
+    safe. The ISR half is MaximalIsrCoversIsr, which holds at any ISR size; this is the ELR
+    half. The peer also asks that with no AlterPartition in flight the maximal ISR be the
+    committed one: ours is the committed ISR joined with the proposal in flight (Broker.
+    pending, 0 when none), which holds by construction.
+    """
+    parts: Parts = []
+    for b in cfg.brokers:
+        at_min = z3.Sum([z3.If(V.knows_isr[b][f], 1, 0) for f in cfg.brokers]) >= cfg.effective_minisr
+        for f in cfg.brokers:
+            if f != b:
+                parts.append(
+                    (
+                        f"leader {b} at min ISR counts ELR member {f} in its HW",
+                        z3.Implies(z3.And(V.true_leader_is(b), at_min, V.in_elr[f]), V.in_hw_isr[b][f]),
+                    )
+                )
+    return parts
+
+
+def acked_write_survives(cfg: Config, V: View) -> Parts:
+    """The peer's NoCommittedRecordLostGlobally. AckedWriteDurability looks at the current
+    leader only, and says nothing while the partition has none; this asks that some replica,
+    running or stopped (a stopped broker's log is what its disk holds, spec.broker_lifecycle.
+    stopped), still has the record: lost from every disk, no election can bring it back. Log
+    retention deletes a record only with its acknowledgement (spec/retention.py renumbers both).
+
+    Checked only when named: every configuration documented to lose acknowledged data (acks=1,
+    min.insync.replicas=1, unclean election, correlated hard crashes) breaks it at the crash
+    that loses the last copy, before the promise its story is about (AckedWriteDurability,
+    NoCommittedDataLoss, HighWatermarkMonotonic) can be seen. The peer, too, leaves it out
+    when crashes may outnumber min ISR.
+    """
+    return [
+        (
+            f"acknowledged record {r} is on some broker's disk",
+            z3.Implies(V.acked[r], z3.Or([V.has_record(b, r) for b in cfg.brokers])),
+        )
+        for r in range(1, cfg.max_records + 1)
+    ]
+
+
+def last_known_leader_kept(cfg: Config, V: View) -> Parts:
+    """The shipped form of the peer's MinIsrRecoveryQuorum (see docs/MODEL.md: the peer's
+    last known ELR collects min ISR members, Kafka's lastKnownElr holds one broker).
+
+    PartitionChangeBuilder.maybeUpdateLastKnownLeader records the leader the first time the
+    ISR empties (the model: the last ISR member, spec.controller.maintain_elr) and clears it
+    once the partition has a leader again; canElectLastKnownLeader elects it when the ISR and
+    the ELR are both empty. So whenever they are, the controller names exactly one last known
+    leader, a replica of the partition, to recover from. Without ELR Kafka keeps none (and the
+    ISR never empties, WellFormed): no parts.
+    """
+    if cfg.rule("elr") != "on":
+        return []
+    none_left = z3.Not(z3.Or([z3.Or(V.in_isr[b], V.in_elr[b]) for b in cfg.brokers]))
+    one = z3.Sum([z3.If(V.last_known[b], 1, 0) for b in cfg.brokers]) == 1
+    parts: Parts = [("with the ISR and ELR empty, one broker is the last known leader", z3.Implies(none_left, one))]
+    parts += [
+        (
+            f"last known leader {b} is a replica",
+            z3.Implies(z3.And(none_left, V.last_known[b]), V.replica[b]),
+        )
+        for b in cfg.brokers
+    ]
+    return parts
+
+
 def well_formed(cfg: Config, V: View) -> Parts:
     parts: Parts = []
     R = cfg.max_records
@@ -281,6 +358,27 @@ INVARIANTS: tuple[Invariant, ...] = (
         maximal_isr_covers_isr,
     ),
     Invariant(
+        "MaximalIsrCoversElr",
+        "safety",
+        "state",
+        "once the leader's ISR is at min ISR, its HW also counts every member of the controller's ELR (KIP-966)",
+        maximal_isr_covers_elr,
+    ),
+    Invariant(
+        "AckedWriteSurvives",
+        "named",
+        "state",
+        "a write acknowledged to a producer is on the disk of some broker, running or not",
+        acked_write_survives,
+    ),
+    Invariant(
+        "LastKnownLeaderKept",
+        "safety",
+        "state",
+        "with the ISR and the ELR empty, the controller names exactly one last known leader, a replica (KIP-966)",
+        last_known_leader_kept,
+    ),
+    Invariant(
         "WellFormed",
         "sanity",
         "state",
@@ -288,6 +386,11 @@ INVARIANTS: tuple[Invariant, ...] = (
         well_formed,
     ),
 )
+
+
+# What a check tests when no invariant is named.
+DEFAULT: tuple[Invariant, ...] = tuple(inv for inv in INVARIANTS if inv.tier != "named")
+ON_DEMAND: tuple[Invariant, ...] = tuple(inv for inv in INVARIANTS if inv.tier == "named")
 
 
 def by_name(name: str, pool: tuple[Invariant, ...] = INVARIANTS) -> Invariant:

@@ -142,6 +142,56 @@ def shutdown_eventually_completes(cfg: Config, V: View) -> list[Obligation]:
     return [Obligation(f"broker {b}", V.shutting[b], z3.Not(V.shutting[b]), V.alive[b]) for b in cfg.brokers]
 
 
+def eventually_unfenced(cfg: Config, V: View) -> list[Obligation]:
+    """The peer's EventuallyUnfenced. A fenced broker whose process runs heartbeats until the
+    controller unfences it (BrokerLifecycleManager, BrokerHeartbeatManager). A stopped one may
+    never restart here (restarts are no step of the protocol), so it must stay up."""
+    return [
+        Obligation(f"broker {b}", z3.And(V.alive[b], z3.Not(V.registered[b])), V.registered[b], V.alive[b])
+        for b in cfg.brokers
+    ]
+
+
+def alter_partition_settles(cfg: Config, V: View) -> list[Obligation]:
+    """The peer's AlterPartitionEpochEventuallyReachedOrZero. The proposal in flight ends when the
+    leader takes the controller's answer (Partition.handleAlterPartitionUpdate: the ISR and
+    partition epoch the controller committed) or its error (handleAlterPartitionError, which
+    rolls back), or when newer metadata replaces its state (Partition.makeLeader /
+    makeFollower); a crash ends it too. No premise: every one of those steps is fair."""
+    return [Obligation(f"broker {b}", V.pending[b], z3.Not(V.pending[b]), z3.BoolVal(True)) for b in cfg.brokers]
+
+
+def metadata_current(cfg: Config, V: View, b: int) -> z3.BoolRef:
+    """Broker b acts on the controller's latest metadata (spec.metadata.stale is false): a
+    replica knows the leader and leader epoch, the leader also the ISR and partition epoch; a
+    broker outside the replica set has deleted its replica."""
+    leader_knows = z3.And(V.pepoch[b] == V.c_pepoch, z3.And([V.knows_isr[b][f] == V.in_isr[f] for f in cfg.brokers]))
+    replica = z3.And(
+        V.knows_leader[b] == V.c_leader, V.epoch[b] == V.c_epoch, z3.Implies(V.c_leader == b, leader_knows)
+    )
+    deleted = z3.And(V.knows_leader[b] == 0, V.leo[b] == 0)
+    return z3.Or(z3.Not(V.alive[b]), z3.If(V.replica[b], replica, deleted))
+
+
+def metadata_converges(cfg: Config, V: View) -> list[Obligation]:
+    """The peer's EventuallyMetadataConverges: infinitely often every running broker is current at
+    once (a trigger of "not yet" and a premise of nothing make it always eventually).
+    ReplicaManager.applyDelta applies each delta the broker's metadata listener replays
+    (BrokerMetadataPublisher)."""
+    current = z3.And([metadata_current(cfg, V, b) for b in cfg.brokers])
+    return [Obligation("", z3.Not(current), current, z3.BoolVal(True))]
+
+
+def reassignment_completes(cfg: Config, V: View) -> list[Obligation]:
+    """The peer's EventuallyReassignmentCompletes; reach.ReassignmentCompleted only asks that one
+    can. The move ends once every target replica is in the ISR (PartitionChangeBuilder.
+    completeReassignmentIfNeeded): the target replicas must stay up and unfenced and the
+    partition keep a leader to copy from, or nothing can bring them in."""
+    targets_up = z3.And([z3.Implies(z3.And(V.replica[b], z3.Not(V.removing[b])), _active(V, b)) for b in cfg.brokers])
+    premise = z3.And(targets_up, _has_leader(V, cfg.brokers))
+    return [Obligation("", V.c_reassigning, z3.Not(V.c_reassigning), premise)]
+
+
 CATALOG: tuple[Liveness, ...] = (
     Liveness(
         "EventuallyLeader",
@@ -192,6 +242,34 @@ CATALOG: tuple[Liveness, ...] = (
         "a broker in controlled shutdown is eventually let go",
         "KIP-631, BrokerHeartbeatManager (shouldShutDown)",
         shutdown_eventually_completes,
+    ),
+    Liveness(
+        "EventuallyUnfenced",
+        "promise",
+        "a fenced broker that keeps running is eventually unfenced",
+        "BrokerHeartbeatManager, ClusterControlManager (the peer's EventuallyUnfenced)",
+        eventually_unfenced,
+    ),
+    Liveness(
+        "AlterPartitionSettles",
+        "promise",
+        "every AlterPartition a leader sends is eventually accepted, rejected or overtaken by newer metadata",
+        "Partition.handleAlterPartitionUpdate / handleAlterPartitionError (KIP-497)",
+        alter_partition_settles,
+    ),
+    Liveness(
+        "MetadataConverges",
+        "promise",
+        "again and again, every running broker acts on the controller's latest metadata for the partition",
+        "ReplicaManager.applyDelta, BrokerMetadataPublisher",
+        metadata_converges,
+    ),
+    Liveness(
+        "ReassignmentCompletes",
+        "promise",
+        "a started reassignment whose target replicas stay up, with a leader, eventually completes",
+        "PartitionChangeBuilder.completeReassignmentIfNeeded (KIP-455)",
+        reassignment_completes,
     ),
     Liveness(
         "EventuallyWritable",

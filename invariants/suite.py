@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 import z3
-from kafkamc.invariants.catalog import INVARIANTS, Invariant, by_name
+from kafkamc.invariants.catalog import DEFAULT, INVARIANTS, Invariant, by_name
 from kafkamc.invariants.compile import Conjunction, compile_function, compile_guarded
 from kafkamc.invariants.properties import PropertyFile
 from kafkamc.invariants.reach import catalog as reach_catalog
@@ -51,7 +51,8 @@ class InvariantSuite:
         self.P = View(cfg, "prev.", "p")
         user_invs, user_reach = properties.declared() if properties is not None else ((), ())
         pool = INVARIANTS + user_invs
-        chosen = pool if names is None else tuple(by_name(n, pool) for n in names)
+        # Unnamed, every invariant but those checked only when named (catalog.ON_DEMAND).
+        chosen = DEFAULT + user_invs if names is None else tuple(by_name(n, pool) for n in names)
         self.state_invs: list[_Compiled] = []
         self.action_invs: list[_Compiled] = []
         sources = {v.name: v.source for v in list(self.V.vars.values()) + list(self.P.vars.values())}

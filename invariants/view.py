@@ -41,6 +41,7 @@ class View:
         self.c_epoch = self._int("c_epoch", f"{n}_c.epoch")
         self.c_recovering = self._bool("c_recovering", f"{n}_c.recovering")
         self.c_reassigning = self._bool("c_reassigning", f"bool({n}_c.adding or {n}_c.removing)")
+        self.c_pepoch = self._int("c_pepoch", f"{n}_c.pepoch")
         self.replica: dict[int, z3.BoolRef] = {}
         self.adding: dict[int, z3.BoolRef] = {}
         self.removing: dict[int, z3.BoolRef] = {}
@@ -50,6 +51,15 @@ class View:
         self.shutting: dict[int, z3.BoolRef] = {}
         self.waiting: dict[int, z3.ArithRef] = {}
         self.in_hw_isr: dict[int, dict[int, z3.BoolRef]] = {}
+        # What a broker's metadata says (spec.metadata.stale compares it with the controller's),
+        # the AlterPartition it has in flight, and the controller's reassignment and last
+        # known leader.
+        self.knows_leader: dict[int, z3.ArithRef] = {}
+        self.pepoch: dict[int, z3.ArithRef] = {}
+        self.knows_isr: dict[int, dict[int, z3.BoolRef]] = {}
+        self.pending: dict[int, z3.BoolRef] = {}
+        self.removing: dict[int, z3.BoolRef] = {}
+        self.last_known: dict[int, z3.BoolRef] = {}
         kip207 = cfg.rule("consumer_hw") == "kip207"
         maximal = cfg.rule("hw_pending_isr") == "maximal"
         for b in cfg.brokers:
@@ -81,6 +91,14 @@ class View:
             self.in_hw_isr[b] = {
                 f: self._bool(f"in_hw_isr[{b}][{f}]", f"bool({in_use} & {1 << (f - 1)})") for f in cfg.brokers
             }
+            self.knows_leader[b] = self._int(f"knows_leader[{b}]", f"{br}.leader")
+            self.pepoch[b] = self._int(f"pepoch[{b}]", f"{br}.pepoch")
+            self.knows_isr[b] = {
+                f: self._bool(f"knows_isr[{b}][{f}]", f"bool({br}.isr & {1 << (f - 1)})") for f in cfg.brokers
+            }
+            self.pending[b] = self._bool(f"pending[{b}]", f"bool({br}.pending)")
+            self.removing[b] = self._bool(f"removing[{b}]", f"bool({n}_c.removing & {1 << (b - 1)})")
+            self.last_known[b] = self._bool(f"last_known[{b}]", f"bool({n}_c.lastelr & {1 << (b - 1)})")
             self.log[b] = [
                 self._int(f"log[{b}][{i}]", f"({br}_log[{i}][1] if {br}_leo > {i} else 0)") for i in range(R)
             ]

@@ -34,7 +34,9 @@ def model(cfg: Config) -> Model:
 
 @cache
 def suite(cfg: Config, name: str | None = None) -> InvariantSuite:
-    return InvariantSuite(cfg, None if name is None else [name])
+    """One invariant's suite, or (name None) the suite of every invariant, those checked only
+    when named (catalog.ON_DEMAND) included."""
+    return InvariantSuite(cfg, STATE_INVARIANTS + ACTION_INVARIANTS if name is None else [name])
 
 
 def failing(cfg: Config, state: State) -> set[str]:

@@ -157,6 +157,9 @@ def test_invariants_listed():
         "LogMatching",
         "ConsistentReads",
         "MaximalIsrCoversIsr",
+        "MaximalIsrCoversElr",  # issue 29: the peer's promises
+        "AckedWriteSurvives",
+        "LastKnownLeaderKept",
         "WellFormed",
         "EventuallyLeader",
         "AckedEventuallyFullyReplicated",
@@ -165,12 +168,17 @@ def test_invariants_listed():
         "FollowerStaysInSync",
         "RecoveringEventuallyClears",
         "ControlledShutdownCompletes",
+        "EventuallyUnfenced",  # issue 29: the peer's promises
+        "AlterPartitionSettles",
+        "MetadataConverges",
+        "ReassignmentCompletes",
         "EventuallyWritable",
         "EventuallyAvailable",
     ]
     kinds = {line.split()[0]: line.split()[1:3] for line in p.stdout.splitlines()}
     assert kinds["EventuallyLeader"] == ["promise", "liveness"]
     assert kinds["EventuallyAvailable"] == ["trade-off", "liveness"]
+    assert kinds["AckedWriteSurvives"] == ["named", "state"]  # checked only when named
 
 
 BAD = [

@@ -408,6 +408,7 @@ def test_log_matching_divergence_below_both_hws():
         "LeaderCompleteness",
         "AckedWriteDurability",
         "ConsistentReads",
+        "AckedWriteSurvives",  # broker 1 held the last copy of acknowledged record 1
     }
 
 

@@ -334,6 +334,9 @@ def test_every_invariant_has_a_violation_test():
         "LogMatching",  # tests/test_invariant_scenarios.py
         "ConsistentReads",  # tests/test_invariant_scenarios.py
         "MaximalIsrCoversIsr",  # tests/test_invariant_scenarios.py
+        "MaximalIsrCoversElr",  # tests/test_peer_properties.py
+        "AckedWriteSurvives",  # tests/test_peer_properties.py
+        "LastKnownLeaderKept",  # tests/test_peer_properties.py
         "WellFormed",
     }
     assert {inv.name for inv in INVARIANTS} == covered

@@ -23,6 +23,13 @@ _WORDS: dict[tuple[str, int], str] = {
     ("c_epoch", 0): "controller's leader epoch",
     ("c_recovering", 0): "partition is RECOVERING after an unclean election",
     ("c_reassigning", 0): "a partition reassignment is in flight",
+    ("c_pepoch", 0): "controller's partition epoch",
+    ("knows_leader", 1): "leader in broker {0}'s metadata",
+    ("pepoch", 1): "partition epoch broker {0} knows as leader",
+    ("knows_isr", 2): "leader {0} knows broker {1} in the committed ISR",
+    ("pending", 1): "broker {0} has an ISR change (AlterPartition) in flight",
+    ("removing", 1): "broker {0} is being removed by the reassignment in flight",
+    ("last_known", 1): "broker {0} is the last known leader (lastKnownElr)",
     ("replica", 1): "broker {0} is in the partition's replica set",
     ("adding", 1): "broker {0} is a replica the reassignment in flight adds",
     ("removing", 1): "broker {0} is a replica the reassignment in flight removes",
@@ -80,7 +87,7 @@ def kafka_value(name: str, value: object) -> str:
     base = parsed[1] if parsed else ""
     if base in ("log", "committed") and isinstance(value, int):
         return f"r{value}" if value else "none"
-    if (base == "c_leader" and value == 0) or (base == "exposed_hw" and value == -1):
+    if (base in ("c_leader", "knows_leader") and value == 0) or (base == "exposed_hw" and value == -1):
         return "none"
     if base == "logep" and value == 0:
         return "none (no record)"
