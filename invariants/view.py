@@ -58,7 +58,6 @@ class View:
         self.pepoch: dict[int, z3.ArithRef] = {}
         self.knows_isr: dict[int, dict[int, z3.BoolRef]] = {}
         self.pending: dict[int, z3.BoolRef] = {}
-        self.removing: dict[int, z3.BoolRef] = {}
         self.last_known: dict[int, z3.BoolRef] = {}
         kip207 = cfg.rule("consumer_hw") == "kip207"
         maximal = cfg.rule("hw_pending_isr") == "maximal"
@@ -97,7 +96,6 @@ class View:
                 f: self._bool(f"knows_isr[{b}][{f}]", f"bool({br}.isr & {1 << (f - 1)})") for f in cfg.brokers
             }
             self.pending[b] = self._bool(f"pending[{b}]", f"bool({br}.pending)")
-            self.removing[b] = self._bool(f"removing[{b}]", f"bool({n}_c.removing & {1 << (b - 1)})")
             self.last_known[b] = self._bool(f"last_known[{b}]", f"bool({n}_c.lastelr & {1 << (b - 1)})")
             self.log[b] = [
                 self._int(f"log[{b}][{i}]", f"({br}_log[{i}][1] if {br}_leo > {i} else 0)") for i in range(R)

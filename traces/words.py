@@ -28,7 +28,6 @@ _WORDS: dict[tuple[str, int], str] = {
     ("pepoch", 1): "partition epoch broker {0} knows as leader",
     ("knows_isr", 2): "leader {0} knows broker {1} in the committed ISR",
     ("pending", 1): "broker {0} has an ISR change (AlterPartition) in flight",
-    ("removing", 1): "broker {0} is being removed by the reassignment in flight",
     ("last_known", 1): "broker {0} is the last known leader (lastKnownElr)",
     ("replica", 1): "broker {0} is in the partition's replica set",
     ("adding", 1): "broker {0} is a replica the reassignment in flight adds",
