@@ -12,7 +12,6 @@ leader outside the ISR. Broker ids are the same as Kafka's unless a docstring sa
 
 from __future__ import annotations
 
-import pytest
 from kafkamc.spec.alter_partition import AlterPartition, HandleAlterPartitionResponse
 from kafkamc.spec.config import Config
 from kafkamc.spec.controller import fence, partition_change, register, unfence
@@ -163,11 +162,6 @@ def test_elr_can_be_elected():
     assert (after.lastelr, after.recovering, after.epoch) == (0, False, c.epoch + 1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 15 (found by this suite): when several ISR members leave in one change, the model records "
-    "all of them as the last known leader (lastKnownElr); Kafka records the partition's leader alone",
-)
 def test_elr_isr_can_shrink_to_zero():
     """Kafka: PartitionChangeBuilderTest.testEligibleLeaderReplicas_IsrCanShrinkToZero: every
     replica goes offline at once: the ISR empties into the ELR {1, 2, 3, 4}, there is no
