@@ -126,13 +126,17 @@ def metadata_update(cfg: Config, state: State, a: MetadataUpdate) -> State | Non
     view = ineligible_view(c, b)
     if br.leader == b and br.epoch == c.epoch:
         if (br.leader, br.epoch, br.pepoch, br.isr) == c.meta():
-            # Only brokers' registrations moved: the partition, a pending change included, is untouched.
+            # Only brokers' registrations moved: the partition, a pending change included, is
+            # untouched, and nothing tries the HW until the next fetch or produce (applyDelta
+            # visits changed partitions only).
             return state.with_broker(b, replace(br, ineligible=view))
         # Same leadership, newer ISR: take it as committed; a late response is then stale.
         br = replace(br, isr=c.isr, pepoch=c.pepoch, pending=0, ineligible=view)
         return advance_leader_hw(cfg, state.with_broker(b, br), b)
+    # The view comes with the same metadata; the HW, which reads it (waits_for_joining), is
+    # tried again with it (become_leader's own try, without it, can only have stopped lower).
     nxt = become_leader(cfg, state, b)
-    return nxt.with_broker(b, replace(nxt.broker(b), ineligible=view))
+    return advance_leader_hw(cfg, nxt.with_broker(b, replace(nxt.broker(b), ineligible=view)), b)
 
 
 def without_partition(br: Broker) -> Broker:
