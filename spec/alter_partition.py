@@ -136,7 +136,7 @@ def alter_partition_response_candidates(cfg: Config, c: Controller, br: Broker, 
 
 
 def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | None:
-    """The leader proposes adding or removing one follower.
+    """The leader proposes adding one follower or removing a non-empty set of them.
 
     Under isr_update=zookeeper Kafka added a follower inside the fetch that showed it caught
     up; here the leader may add it at any later step, from its last view of the follower,
