@@ -30,20 +30,19 @@ SMALL = Config(rf=2, minisr=1)  # holds (tests/test_spark.py)
 BIG_FLAGS = "--rf 5 --minisr 2 --max-records 3 --max-hard-crashes 2 --max-fences 1 --protocol 0.11.0".split()
 # KIP-903's late fetch from a previous life (docs/BUG_ZOO.md), found at RF 5 with a fence and a crash more.
 BIG_TRACE = [
-    "BrokerCrash(broker=5, keep=0)",
-    "Produce(leader=4, record=1)",
-    "Fetch(follower=2, leader=4)",
-    "ControllerFenceBroker(broker=2)",
-    "Fetch(follower=1, leader=4)",
-    "Fetch(follower=2, leader=4)",
-    "BrokerCrash(broker=2, keep=0)",
-    "Fetch(follower=1, leader=4)",
-    "Fetch(follower=3, leader=4)",
-    "BrokerRestart(broker=2)",
-    "BrokerSessionTimeout(broker=5)",
-    "Fetch(follower=3, leader=4)",
-    "MetadataUpdate(broker=4)",
-    "AlterPartition(leader=4, isr=(1, 2, 3, 4))",
+    "ControllerFenceBroker(broker=4)",
+    "Produce(leader=1, record=1)",
+    "Fetch(follower=3, leader=1)",
+    "Fetch(follower=5, leader=1)",
+    "Fetch(follower=3, leader=1)",
+    "BrokerCrash(broker=3, keep=0)",
+    "Fetch(follower=5, leader=1)",
+    "BrokerSessionTimeout(broker=3)",
+    "BrokerRestart(broker=3)",
+    "Fetch(follower=2, leader=1)",
+    "MetadataUpdate(broker=1)",
+    "Fetch(follower=2, leader=1)",
+    "AlterPartition(leader=1, isr=(1, 2, 3, 5))",
 ]
 
 
@@ -212,17 +211,19 @@ def test_bad_flag_combinations_are_one_line_and_exit_2(args, message, tmp_path):
 
 @pytest.mark.slow
 def test_the_pinned_seed_finds_the_kip_903_loss_at_rf_5(tmp_path):
-    """At bounds the exhaustive search does not finish in an hour (docs/SIMULATION.md), seed 0
-    meets NoCommittedDataLoss on walk 271 after 30 steps, shrunk to these 14."""
+    """At bounds the exhaustive search does not finish in an hour (docs/SIMULATION.md), seed 11
+    meets NoCommittedDataLoss on walk 939 after 22 steps, shrunk to these 13. (Seed 0 found it
+    on walk 271 before issue 29; with a shrink of several followers and the leader's own view
+    of fencing the walks differ, and seed 0 finds nothing in 1,000 walks.)"""
     out = tmp_path / "big.json"
     p = run_kafkamc(
-        "check", *BIG_FLAGS, "--simulate", "--walks", "1000", "--walk-depth", "40", "--seed", "0",
+        "check", *BIG_FLAGS, "--simulate", "--walks", "1000", "--walk-depth", "40", "--seed", "11",
         "--workers", "1", "--trace-out", out, "--quiet", "--json", cwd=tmp_path,
     )  # fmt: skip
     assert p.returncode == 1, p.stderr
     s = json.loads(p.stdout)
-    assert s["simulation"]["violating_walk"] == 271 and s["simulation"]["walks"] == 272
-    assert s["simulation"]["raw_length"] == 30 and s["violation"]["length"] == 14
+    assert s["simulation"]["violating_walk"] == 939 and s["simulation"]["walks"] == 940
+    assert s["simulation"]["raw_length"] == 22 and s["violation"]["length"] == 13
     assert s["violation"]["invariant"] == "NoCommittedDataLoss"
     assert s["violation"]["actions"] == BIG_TRACE
     r = run_kafkamc("trace", "replay", out)
