@@ -90,7 +90,7 @@ def alter_partition_candidates(cfg: Config, c: Controller, br: Broker, u: Budget
     """Proposals the leader's own view already rules out are left out (a follower it sees
     caught up is never dropped, one behind never added): a third of the candidates
     otherwise. A shrink drops any non-empty set of the followers it sees behind
-    (`shrink_sets`). The step checks every guard again."""
+    (`several` adds the sets of two or more). The step checks every guard again."""
     if not br.alive or br.leader != b or br.pending or br.alter is not None:
         return []
     shrinks_left = cfg.allows(u, ISR_SHRINKS)

@@ -28,13 +28,16 @@ DEFAULT_STATES, DEFAULT_DEPTH = 823109, 33  # `kafkamc check --rf 3 --minisr 2`
 # 4,748 -> 4,802, 355,389 -> 355,437.
 # Issue 29's deviations moved them again. (1) A shrink drops any non-empty set of the stalled
 # followers in one request, spending one shrink: both followers can leave together into the
-# ELR, and a second stall and shrink follow (rf 3 only): 51,706 -> 95,871 (depth 24 -> 30).
-# (4) INVALID_UPDATE_VERSION and FENCED_LEADER_EPOCH leave the leader pending until the metadata
-# arrives, its maximal ISR holding the HW: 8,688 -> 8,982, 27,475 -> 26,368, 95,871 -> 98,392.
+# ELR, and a second stall and shrink follow (rf 3 only): 51,706 -> 95,871 (depth 24 -> 30), the
+# default check 355,437 -> 712,508 (depth 29 -> 33). (4) INVALID_UPDATE_VERSION and
+# FENCED_LEADER_EPOCH leave the leader pending until the metadata arrives, its maximal ISR
+# holding the HW: 8,688 -> 8,982, 27,475 -> 26,368, 95,871 -> 98,392, 712,508 -> 730,302.
 # (6) The leader's own view of fenced and shutting-down brokers, applied by MetadataUpdate (also
-# when only registrations moved): a restarted follower neither rejoins nor holds the HW until
-# the leader applies its unfencing: 3,666 -> 4,243, 8,982 -> 8,549, 4,802 -> 5,862,
-# 26,368 -> 31,451, 98,392 -> 111,174; the default check 355,437 -> 823,109 (depth 29 -> 33).
+# when only registrations moved), read by its ISR proposals and its HW: a restarted follower
+# neither rejoins nor holds the HW until the leader applies its unfencing: 3,666 -> 4,243,
+# 8,982 -> 8,549, 4,802 -> 5,862, 26,368 -> 31,451, 98,392 -> 111,174, 730,302 -> 823,109.
+# (2), (3) and (5) move none of these (reassignments are off; no reachable ISR here names an
+# ineligible member that is not added; the last ISR member to leave was always the leader).
 HOLDS = [
     (dict(rf=1, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1), 15, 5),
     (dict(rf=2, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1), 4243, 22),
