@@ -18,7 +18,11 @@ from kafkamc.spec.state import Broker, Budget, Controller, State, bit, members, 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
 
-ISR_SHRINKS = Bound("isr_shrinks", 2, "ISR shrinks the leaders may request")
+ISR_SHRINKS = Bound(
+    "isr_shrinks", 2, "stalled followers the leaders may drop from the ISR (one request may drop several)"
+)
+# The errors after which the leader resets to its last committed ISR (handleAlterPartitionError).
+RESETS = ("INELIGIBLE_REPLICA", "OPERATION_NOT_ATTEMPTED")
 LAG_MAX_MESSAGES = 1  # replica.lag.max.messages in the model: more than one record behind is out
 
 
@@ -72,10 +76,31 @@ def may_join(cfg: Config, br: Broker, f: int) -> bool:
     return caught_up(cfg, br, f)
 
 
+def eligible_in_view(br: Broker, f: int) -> bool:
+    """Partition.isReplicaIsrEligible on the leader (KIP-841): a follower its own metadata shows
+    fenced or in controlled shutdown (KRaftMetadataCache.isBrokerFenced / isBrokerShuttingDown)
+    is not proposed for the ISR. The leader's view lags the controller's until it applies the
+    metadata (`Broker.ineligible`, spec/metadata.py). Its broker-epoch part (the cached
+    registration's epoch against the fetch's, KIP-903) is left to the controller's check."""
+    return not br.ineligible & bit(f)
+
+
+def sent_bepochs(cfg: Config, br: Broker, b: int, proposed: int) -> tuple:
+    """The broker epochs the request names for the proposed ISR (Partition.addBrokerEpochToIsr):
+    the leader's own, and each follower's from its last fetch; 0 where the leader has none
+    (Kafka's -1, which the controller does not check). Before KIP-903 the request has none."""
+    if cfg.rule("isr_join_broker_epoch") != "checked":
+        return ()
+    return tuple(
+        0 if not proposed & bit(m) else br.bepoch if m == b else br.vbepochs[m - 1] for m in range(1, len(br.views) + 1)
+    )
+
+
 def alter_partition_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> list[AlterPartition]:
     """Proposals the leader's own view already rules out are left out (a follower it sees
     caught up is never dropped, one behind never added): a third of the candidates
-    otherwise. The step checks every guard again."""
+    otherwise. A shrink drops any non-empty set of the followers it sees behind
+    (`several` adds the sets of two or more). The step checks every guard again."""
     if not br.alive or br.leader != b or br.pending or br.alter is not None:
         return []
     shrinks_left = cfg.allows(u, ISR_SHRINKS)
@@ -83,15 +108,36 @@ def alter_partition_candidates(cfg: Config, c: Controller, br: Broker, u: Budget
     zookeeper = cfg.rule("isr_update") == "zookeeper"  # additions happen in the fetch
     current = members(br.isr)
     out = []
+    droppable = 0
     for f in cfg.brokers:
         if f == b or f not in c.replicas and f not in current:  # only the assignment may join
             continue
         if f in current:
             if (shrinks_left or messages) and behind(br, f):
+                droppable |= bit(f)
                 out.append(AlterPartition(b, tuple(m for m in current if m != f)))
-        elif not zookeeper and may_join(cfg, br, f):
+        elif not zookeeper and may_join(cfg, br, f) and eligible_in_view(br, f):
             out.append(AlterPartition(b, tuple(sorted(current + (f,)))))
+    for dropped in several(droppable):
+        out.append(AlterPartition(b, tuple(m for m in current if not dropped & bit(m))))
     return out
+
+
+def several(droppable: int) -> list[int]:
+    """The subsets of two or more of the droppable followers (a bitmask), smallest first: with
+    the single ones, every non-empty set a shrink may drop.
+
+    Partition.maybeShrinkIsr drops every follower getOutOfSyncReplicas finds, in one request
+    (prepareIsrShrink). Which of several stalled followers have passed replica.lag.time.max.ms
+    when the periodic check runs depends on clocks the model does not keep, so any non-empty
+    set of them may go together."""
+    subsets = []
+    sub = droppable
+    while sub:
+        if sub & (sub - 1):  # two members or more
+            subsets.append(sub)
+        sub = (sub - 1) & droppable
+    return sorted(subsets, key=lambda m: (size(m), m))
 
 
 def alter_partition_response_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
@@ -101,7 +147,7 @@ def alter_partition_response_candidates(cfg: Config, c: Controller, br: Broker, 
 
 
 def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | None:
-    """The leader proposes adding or removing one follower.
+    """The leader proposes adding one follower or removing a non-empty set of them.
 
     The addition comes after the fetch that showed the follower caught up (Partition.
     maybeExpandIsr prepares it and the request waits in AlterPartitionManager), so it may
@@ -117,35 +163,37 @@ def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | Non
     for m in a.isr:
         proposed |= bit(m)
     removed, added = br.isr & ~proposed, proposed & ~br.isr
-    if proposed & bit(b) == 0 or size(removed) + size(added) != 1:
+    # One follower added, or a non-empty set removed (maybeExpandIsr / maybeShrinkIsr), never both.
+    if proposed & bit(b) == 0 or (removed and added) or not (removed or added) or size(added) > 1:
         return None
     budget = state.budget
-    added_bepoch = 0
     if removed:
-        f = members(removed)[0]
-        if not may_drop(cfg, state, br, f):
+        dropped = members(removed)
+        if not all(may_drop(cfg, state, br, f) for f in dropped):
             return None
-        # The bound counts the shrinks that follow a stall (the fault); a follower that still
-        # fetches but lags by records (isr_lag=messages) is dropped by the protocol itself.
-        if state.is_stalled(f):
-            if not cfg.allows(budget, ISR_SHRINKS):
-                return None
-            budget = budget.spend(ISR_SHRINKS.name)
+        # The bound counts the stalled followers dropped (each a fault): one request that drops
+        # two spends two, so a bound keeps its meaning whether the drops come together or apart
+        # (and the search its size). A follower that still fetches but lags by records
+        # (isr_lag=messages) is dropped by the protocol itself and spends nothing.
+        for f in dropped:
+            if state.is_stalled(f):
+                if not cfg.allows(budget, ISR_SHRINKS):
+                    return None
+                budget = budget.spend(ISR_SHRINKS.name)
     elif added:
         f = members(added)[0]
-        if cfg.rule("isr_update") == "zookeeper" or not may_join(cfg, br, f):
+        if cfg.rule("isr_update") == "zookeeper" or not may_join(cfg, br, f) or not eligible_in_view(br, f):
             return None
-        added_bepoch = br.vbepochs[f - 1]
-    return write_isr(cfg, replace(state, budget=budget), b, proposed, added_bepoch)
+    return write_isr(cfg, replace(state, budget=budget), b, proposed)
 
 
-def write_isr(cfg: Config, state: State, b: int, proposed: int, added_bepoch: int) -> State | None:
+def write_isr(cfg: Config, state: State, b: int, proposed: int) -> State | None:
     """Leader b sends the ISR `proposed` to the controller. Under isr_update=zookeeper the
     leader wrote the ISR itself, a ZooKeeper write conditional on the partition's version
     (ReplicationUtils.updateLeaderAndIsr): it took effect, or failed and changed nothing,
     before the leader went on, so no change is ever in flight."""
     br = state.broker(b)
-    state, resp = handle_alter_partition(cfg, state, br.epoch, br.pepoch, proposed, added_bepoch)
+    state, resp = handle_alter_partition(cfg, state, br.epoch, br.pepoch, proposed, sent_bepochs(cfg, br, b, proposed))
     nxt = state.with_broker(b, replace(br, pending=proposed, alter=resp))
     if cfg.rule("isr_update") == "zookeeper":
         return handle_alter_partition_response(cfg, nxt, HandleAlterPartitionResponse(b))
@@ -164,25 +212,35 @@ def expand_isr_in_fetch(cfg: Config, state: State, b: int, f: int) -> State:
     br = state.broker(b)
     if br.isr & bit(f) or f not in state.controller.replicas or not caught_up(cfg, br, f):
         return state
-    return write_isr(cfg, state, b, br.isr | bit(f), br.vbepochs[f - 1]) or state  # never None: b is alive
+    if not eligible_in_view(br, f):
+        return state
+    return write_isr(cfg, state, b, br.isr | bit(f)) or state  # never None: b is alive
 
 
 def handle_alter_partition_response(cfg: Config, state: State, a: HandleAlterPartitionResponse) -> State | None:
-    """The leader commits the change it proposed, or rolls back to the ISR it last committed.
+    """The leader commits the change it proposed, or rolls back to the ISR it last committed, or
+    stays pending until new metadata arrives (Partition.submitAlterPartition's completion).
 
-    NEW_LEADER_ELECTED (the change completed a reassignment that removed this leader) is the
-    exception: the change was made, but this broker no longer leads and does not know it yet,
-    so it stays in its pending state, the maximal ISR holding its HW, until the metadata
-    overrides it (Partition.handleAlterPartitionError, KRaft only)."""
+    An accepted change is taken only in the leader's own epoch, at a partition epoch not behind
+    its own (handleAlterPartitionUpdate): the answer carries the partition's epochs after the
+    change, so when the change completed a reassignment that bumped the leader epoch, the leader
+    ignores it. Of the errors only INELIGIBLE_REPLICA (and OPERATION_NOT_ATTEMPTED) mean the
+    request was not applied, and reset the committed state (handleAlterPartitionError);
+    FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INVALID_REQUEST and NEW_LEADER_ELECTED (the
+    change was made and removed this leader) leave the proposal pending, its maximal ISR holding
+    the HW, until the metadata overrides it. Under isr_update=zookeeper the leader wrote the ISR
+    itself in the same step: a failed conditional write leaves its ISR as it was."""
     b = a.leader
     br = state.broker(b)
     resp = br.alter
     if not br.alive or resp is None:
         return None
-    if resp.error == "NEW_LEADER_ELECTED":
+    zookeeper = cfg.rule("isr_update") == "zookeeper"
+    if resp.ok and br.leader == b and (zookeeper or (resp.epoch == br.epoch and resp.pepoch >= br.pepoch)):
+        br = replace(br, alter=None, pending=0, isr=resp.isr, pepoch=resp.pepoch)
+    elif zookeeper or resp.error in RESETS:
+        br = replace(br, alter=None, pending=0)
+    else:
         return state.with_broker(b, replace(br, alter=None))
-    br = replace(br, alter=None, pending=0)
-    if resp.ok and br.leader == b and resp.epoch == br.epoch and resp.pepoch > br.pepoch:
-        br = replace(br, isr=resp.isr, pepoch=resp.pepoch)
     nxt = state.with_broker(b, br)
     return advance_leader_hw(cfg, nxt, b) if br.leader == b else nxt

@@ -20,7 +20,9 @@ def maintain_elr(cfg: Config, before: Controller, c: Controller, unclean: int = 
 
     They hold everything up to the HW, which cannot advance below min ISR. Once the ISR is
     back at min ISR the ELR is cleared; a member back in the ISR is no longer in the ELR.
-    The first time the ISR empties, its last member (the last known leader) is remembered.
+    When the ISR empties, the partition's leader before the change is remembered as the last
+    known leader (PartitionChangeBuilder.maybeUpdateLastKnownLeader: lastKnownElr holds the
+    leader alone, however many members left with it).
     Replicas whose shutdown was unclean (`unclean`, a mask) never enter the ELR
     (PartitionChangeBuilder.setUncleanShutdownReplicas).
     """
@@ -28,7 +30,10 @@ def maintain_elr(cfg: Config, before: Controller, c: Controller, unclean: int = 
         return c
     if size(c.isr) >= cfg.effective_minisr:
         return replace(c, elr=0, lastelr=0)
-    lastelr = before.isr if before.isr and not c.isr else c.lastelr
+    lastelr = c.lastelr
+    if before.isr and not c.isr:
+        # A leaderless partition whose ISR empties has no one to remember (Kafka writes -1).
+        lastelr = bit(before.leader) if before.leader != NO_LEADER else 0
     return replace(c, elr=(c.elr | before.isr) & ~c.isr & ~unclean, lastelr=lastelr)
 
 
@@ -182,9 +187,15 @@ def unfence(cfg: Config, state: State, b: int) -> State:
 
 
 def handle_alter_partition(
-    cfg: Config, state: State, epoch: int, pepoch: int, proposed: int, added_bepoch: int
+    cfg: Config, state: State, epoch: int, pepoch: int, proposed: int, bepochs: tuple
 ) -> tuple[State, AlterPartitionResponse]:
-    """The controller validates an AlterPartition request and commits it or says why not.
+    """The controller validates an AlterPartition request and commits it or says why not
+    (ReplicationControlManager.alterPartition and validateAlterPartitionData).
+
+    `bepochs`: the broker epoch the request names for each proposed member (index b - 1; 0 for
+    none, Kafka's -1; empty before KIP-903). An accepted change is answered with the
+    partition's leader and partition epochs after it: when it completed a reassignment that
+    bumped the leader epoch, the answer's epoch is not the request's.
 
     The leader marks itself RECOVERED as soon as it leads (KIP-704 as shipped), so every
     request carries RECOVERED and the partition recovers with the first accepted change.
@@ -197,12 +208,24 @@ def handle_alter_partition(
         return state, AlterPartitionResponse(epoch, False, 0, 0, "INVALID_UPDATE_VERSION")
     if added and members(added)[0] not in c.replicas:  # Replicas.validateIsr: not in the assignment
         return state, AlterPartitionResponse(epoch, False, 0, 0, "INVALID_REQUEST")
-    if added and not c.active & added:  # fenced or in controlled shutdown (KIP-841)
+    if ineligible_for_isr(cfg, c, proposed, bepochs):
         return state, AlterPartitionResponse(epoch, False, 0, 0, "INELIGIBLE_REPLICA")
-    if added and cfg.rule("isr_join_broker_epoch") == "checked" and c.bepochs[members(added)[0] - 1] != added_bepoch:
-        return state, AlterPartitionResponse(epoch, False, 0, 0, "INELIGIBLE_REPLICA")  # KIP-903: stale broker epoch
     nxt = partition_change(cfg, state, replace(c, isr=proposed, recovering=False))
     after = nxt.controller
     if after.leader != c.leader:  # the change completed a reassignment that removed the leader
         return nxt, AlterPartitionResponse(epoch, False, 0, 0, "NEW_LEADER_ELECTED")
-    return nxt, AlterPartitionResponse(epoch, True, after.isr, after.pepoch)
+    return nxt, AlterPartitionResponse(after.epoch, True, after.isr, after.pepoch)
+
+
+def ineligible_for_isr(cfg: Config, c: Controller, proposed: int, bepochs: tuple) -> int:
+    """ReplicationControlManager.ineligibleReplicasForIsr: the members of the proposed ISR, every
+    one of them and not only an added one, that are not registered and unfenced, are in
+    controlled shutdown (KIP-841), or (KIP-903) were named with a broker epoch other than
+    their current registration's."""
+    out = proposed & ~c.active
+    if cfg.rule("isr_join_broker_epoch") == "checked":
+        for m in members(proposed):
+            sent = bepochs[m - 1] if bepochs else 0
+            if sent and sent != c.bepochs[m - 1]:
+                out |= bit(m)
+    return out

@@ -182,7 +182,9 @@ def offsets_for_leader_epoch(cfg: Config, state: State, a: OffsetsForLeaderEpoch
 def replica_stall(cfg: Config, state: State, a: ReplicaStall) -> State | None:
     """A follower in the ISR goes quiet for longer than replica.lag.time.max.ms; its next fetch ends it.
 
-    Only useful to the search while an ISR shrink can still happen, so it waits on that budget.
+    Only useful to the search while an ISR shrink can still happen, so it waits on that budget;
+    it spends none, so several followers may stall on the last shrink left, which can drop
+    them all in one request (Partition.maybeShrinkIsr).
     """
     f = a.follower
     fol = state.broker(f)

@@ -30,10 +30,11 @@ def waits_for_joining(cfg: Config, state: State, br: Broker, f: int) -> bool:
     replica.lag.time.max.ms ago (KAFKA-4485, 0.10.2.0). The model keeps no clock; it reads
     that as the ISR shrink does (isr_lag=time): the leader saw f fetch at or above its HW,
     and f has not stalled since. Since 3.6.0 f must also be allowed to join the ISR,
-    isReplicaIsrEligible (KAFKA-15021): not fenced (the controller's registrations stand for
-    the leader's metadata cache) and, under KIP-903, the broker epoch of its last fetch is
-    its current registration's, and not in controlled shutdown. Before 0.10.2.0 only ISR
-    members counted."""
+    isReplicaIsrEligible (KAFKA-15021): not fenced and not in controlled shutdown as the
+    leader's own metadata shows it (`Broker.ineligible`, the same view its ISR proposals
+    read) and, under KIP-903, the broker epoch of its last fetch is its current
+    registration's (the controller's registration stands for the leader's cached one).
+    Before 0.10.2.0 only ISR members counted."""
     rule = cfg.rule("hw_joining_replica")
     if rule == "ignore" or br.views[f - 1] < br.hw or state.is_stalled(f):
         return False
@@ -43,9 +44,9 @@ def waits_for_joining(cfg: Config, state: State, br: Broker, f: int) -> bool:
         # wait_eligible the controller fences it first (broker.session.timeout.ms is the shorter).
         return False
     if rule == "wait_eligible":
-        c = state.controller
-        if not c.active & bit(f):  # fenced, or in controlled shutdown (isBrokerShuttingDown)
+        if br.ineligible & bit(f):  # fenced, or in controlled shutdown (isBrokerShuttingDown)
             return False
+        c = state.controller
         if cfg.rule("isr_join_broker_epoch") == "checked" and br.vbepochs[f - 1] != c.bepochs[f - 1]:
             return False
     return True

@@ -28,7 +28,20 @@ def metadata_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: in
 
 def as_follower(br: Broker) -> Broker:
     """Drop leader-only state; requests in purgatory fail with NOT_LEADER_OR_FOLLOWER."""
-    return replace(br, start=0, views=(), vbepochs=(), pending=0, purgatory=(), alter=None)
+    return replace(br, start=0, views=(), vbepochs=(), pending=0, purgatory=(), alter=None, ineligible=0)
+
+
+def ineligible_view(c: Controller, b: int) -> int:
+    """What leader b's metadata cache shows of the other replicas' registrations once it has
+    applied the controller's latest: which are fenced or in controlled shutdown
+    (KRaftMetadataCache.isBrokerFenced / isBrokerShuttingDown, read by
+    Partition.isReplicaIsrEligible). Only the assignment's other brokers are kept, the only
+    ones the leader may propose; a broker's metadata is one log, so it learns these with the
+    partition's own changes, or alone when only registrations moved."""
+    replicas = 0
+    for r in c.replicas:
+        replicas |= bit(r)
+    return replicas & ~c.active & ~bit(b)
 
 
 def become_leader(cfg: Config, state: State, b: int) -> State:
@@ -127,11 +140,20 @@ def metadata_update(cfg: Config, state: State, a: MetadataUpdate) -> State | Non
         return state.with_broker(b, without_partition(br))
     if c.leader != b:
         return become_follower(cfg, state, b)
+    view = ineligible_view(c, b)
     if br.leader == b and br.epoch == c.epoch:
+        if (br.leader, br.epoch, br.pepoch, br.isr) == c.meta():
+            # Only brokers' registrations moved: the partition, a pending change included, is
+            # untouched, and nothing tries the HW until the next fetch or produce (applyDelta
+            # visits changed partitions only).
+            return state.with_broker(b, replace(br, ineligible=view))
         # Same leadership, newer ISR: take it as committed; a late response is then stale.
-        br = replace(br, isr=c.isr, pepoch=c.pepoch, pending=0)
+        br = replace(br, isr=c.isr, pepoch=c.pepoch, pending=0, ineligible=view)
         return advance_leader_hw(cfg, state.with_broker(b, br), b)
-    return become_leader(cfg, state, b)
+    # The view comes with the same metadata; the HW, which reads it (waits_for_joining), is
+    # tried again with it (become_leader's own try, without it, can only have stopped lower).
+    nxt = become_leader(cfg, state, b)
+    return advance_leader_hw(cfg, nxt.with_broker(b, replace(nxt.broker(b), ineligible=view)), b)
 
 
 def without_partition(br: Broker) -> Broker:
@@ -146,5 +168,5 @@ def stale(c: Controller, br: Broker, b: int) -> bool:
     if b not in c.replicas:
         return br != without_partition(br)  # it still hosts a replica it must delete
     if c.leader == b:
-        return (br.leader, br.epoch, br.pepoch, br.isr) != c.meta()
+        return (br.leader, br.epoch, br.pepoch, br.isr) != c.meta() or br.ineligible != ineligible_view(c, b)
     return (br.leader, br.epoch) != (c.leader, c.epoch)

@@ -63,7 +63,7 @@ class FetchResponse(NamedTuple):
 class AlterPartitionResponse:
     """The controller's answer to an AlterPartition request, on its way to the leader."""
 
-    epoch: int  # leader epoch the request was sent in
+    epoch: int  # leader epoch: the partition's after the change when ok, else the request's
     ok: bool
     isr: int  # the ISR the controller committed (when ok)
     pepoch: int  # the partition epoch after the change (when ok)
@@ -81,7 +81,7 @@ class Controller:
     registered: int  # bitmask of unfenced brokers
     bepochs: tuple  # broker epoch per broker (index b - 1)
     elr: int = 0  # eligible leader replicas (KIP-966), bitmask
-    lastelr: int = 0  # last known leader (lastKnownElr as shipped): the last ISR member once the ISR empties
+    lastelr: int = 0  # last known leader (lastKnownElr as shipped): the leader when the ISR emptied
     recovering: bool = False  # LeaderRecoveryState RECOVERING after an unclean election (KIP-704)
     replicas: tuple = ()  # the assignment order (PartitionRegistration.replicas); elections follow it
     # Brokers in controlled shutdown (BrokerRegistration.inControlledShutdown), per broker (index
@@ -140,6 +140,9 @@ class Broker:
     purgatory: tuple = ()  # acks=all requests waiting: ((offset, record id, brokers down at append), ...)
     # The AlterPartition response in flight to this leader (Kafka keeps one outstanding).
     alter: AlterPartitionResponse | None = None
+    # Brokers this leader's metadata shows fenced or in controlled shutdown (bitmask), as of the
+    # metadata it last applied: what Partition.isReplicaIsrEligible reads (KIP-841).
+    ineligible: int = 0
     # Follower-only state.
     truncating: bool = False  # must ask OffsetsForLeaderEpoch before fetching (KIP-101 rules)
     stalled: bool = False  # stuck or slow: has not fetched for replica.lag.time.max.ms

@@ -83,6 +83,7 @@ def relabel_broker(br: Broker, perm: tuple) -> Broker:
         views=_per_broker(br.views, perm),
         vbepochs=_per_broker(br.vbepochs, perm),
         alter=alter,
+        ineligible=_mask(br.ineligible, perm),
     )
 
 

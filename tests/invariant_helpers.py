@@ -76,7 +76,8 @@ def dead(
 
 
 def new_leader(b: int, epoch: int, pepoch: int, isr: int, rf: int = 3, **kw) -> Broker:
-    """A leader no follower has fetched from yet: follower positions and broker epochs unknown."""
+    """A leader no follower has fetched from yet: follower positions and broker epochs unknown
+    (`ineligible`: the brokers its metadata shows fenced or shutting down)."""
     return Broker(leader=b, epoch=epoch, pepoch=pepoch, isr=isr, views=(UNKNOWN,) * rf, vbepochs=(0,) * rf, **kw)
 
 

@@ -75,7 +75,10 @@ def test_engines_agree_and_the_action_changes_the_search():
     without = explore(FastModel(dc_replace(CFG, max_leader_elections=0)), InvariantSuite(CFG))
     assert "ElectLeaders" not in without.coverage
     assert without.distinct_states < fast.distinct_states
-    assert (fast.verdict, fast.distinct_states, without.distinct_states) == ("holds", 1908, 1118)
+    # Issue 29 (rf 2: no shrink of two): INVALID_UPDATE_VERSION and FENCED_LEADER_EPOCH keep the
+    # pending ISR (1,908 -> 1,875); the leader learns of fencing and unfencing only from its own
+    # metadata (1,875 -> 2,061; without the election 1,118 -> 1,304).
+    assert (fast.verdict, fast.distinct_states, without.distinct_states) == ("holds", 2061, 1304)
 
 
 def test_trace_describes_it_and_the_flag_exists():

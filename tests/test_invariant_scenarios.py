@@ -106,7 +106,7 @@ def test_leader_completeness_unclean_election_of_lagging_replica():
         (
             dead(r1, hw=1, cache=((1, 0),)),
             dead(r1, hw=1, cache=((1, 0),)),
-            new_leader(3, 3, 4, B3, cache=((3, 0),)),
+            new_leader(3, 3, 4, B3, cache=((3, 0),), ineligible=B1 | B2),
         ),
         Ghost(acked=0b1, committed=(1,), hw_seen=1),
         Budget.make(records=1, crashes=2, isr_shrinks=1),
@@ -209,7 +209,7 @@ def test_acked_write_durability_acks_1_leader_crash_before_replication():
         Controller(leader=2, epoch=2, pepoch=2, isr=B2 | B3, registered=B2 | B3, bepochs=(1, 1, 1), replicas=(1, 2, 3)),
         (
             dead(((1, 1),), hw=0, cache=((1, 0),)),
-            new_leader(2, 2, 2, B2 | B3, cache=((2, 0),)),
+            new_leader(2, 2, 2, B2 | B3, cache=((2, 0),), ineligible=B1),
             follower(1, 1),  # has not applied the new metadata yet
         ),
         Ghost(acked=0b1, committed=(), hw_seen=0),
@@ -260,7 +260,7 @@ def test_hw_monotonic_unclean_leader_exposes_lower_hw():
         Ghost(acked=0b1, committed=(1,), hw_seen=1),
         Budget.make(records=1, crashes=1, isr_shrinks=2),
     )
-    nxt = prev.with_broker(2, new_leader(2, 2, 4, B2, cache=((2, 0),)))
+    nxt = prev.with_broker(2, new_leader(2, 2, 4, B2, cache=((2, 0),), ineligible=B1))
     assert run(UNCLEAN, *_shrunk_leader_committed_alone()) == prev
     assert model(UNCLEAN).step(prev, MetadataUpdate(2)) == [nxt]
 
@@ -335,7 +335,7 @@ def zombie_state() -> State:
         unclean_controller(),
         (
             new_leader(1, 1, 3, B1, log=((1, 1),), cache=((1, 0),), hw=1),
-            new_leader(2, 2, 4, B2, cache=((2, 0),)),
+            new_leader(2, 2, 4, B2, cache=((2, 0),), ineligible=B1),
             follower(1, 1, stalled=True),
         ),
         # Consumers read from the zombie too: what it exposes below its HW is committed.
@@ -376,7 +376,9 @@ def test_log_matching_divergence_below_both_hws():
         ),
         (
             follower(2, 2, ((1, 1),), hw=1, cache=((1, 0),)),
-            new_leader(2, 2, 4, B2, log=((2, 2),), cache=((2, 0),), hw=1),
+            new_leader(
+                2, 2, 4, B2, log=((2, 2),), cache=((2, 0),), hw=1, ineligible=B1
+            ),  # 1's unfencing not applied yet
             follower(1, 1, stalled=True),
         ),
         Ghost(acked=0b11, committed=(1,), hw_seen=1),

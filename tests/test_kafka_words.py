@@ -70,7 +70,7 @@ def test_pinned_counts_under_either_name():
         Config(rf=2, minisr=1, max_unclean_crashes=0, max_crashes=1),
     ):
         r = explore(FastModel(cfg), InvariantSuite(cfg), "bfs")
-        assert (r.verdict, r.distinct_states, r.depth) == ("holds", 3666, 22)
+        assert (r.verdict, r.distinct_states, r.depth) == ("holds", 4243, 22)
 
 
 SMALL = ("check", "--rf", "1", "--minisr", "1", "--max-hard-crashes", "0", "--json", "--quiet")

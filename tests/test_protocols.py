@@ -21,6 +21,13 @@ Issue 15 moved most pins (old -> new, and why):
   -> EligibleReplicasComplete 7 (now without any crash);
 - the HW checkpoint and the rules hw_joining_replica and last_known_leader (new rows) moved
   no pinned length.
+
+Issue 29 moved these: a shrink drops both stalled followers in one request, so
+hw_min_isr=any needs one request, not two (EligibleReplicasComplete 7 -> 5, both followers in
+the ELR) and elr=off's path drops both at once (length 11 kept); the leader proposes a
+follower only once its own metadata shows it unfenced, so the paths that restart a fenced
+follower and add it back apply the metadata after the restart (isr_join_broker_epoch and the
+oldest preset at RF 2: same lengths, steps reordered).
 """
 
 from __future__ import annotations
@@ -57,7 +64,7 @@ ZOO = [
     # KIP-497: the HW moves over the committed ISR while an expansion is in flight.
     ("hw_pending_isr=committed", ONE_HARD_CRASH, "MaximalIsrCoversIsr", 5),
     # KAFKA-15583: the HW moves with the ISR below min ISR, past what an ELR member holds.
-    ("hw_min_isr=any", NO_CRASH, "EligibleReplicasComplete", 7),
+    ("hw_min_isr=any", NO_CRASH, "EligibleReplicasComplete", 5),
     # KIP-903: a broker that lost its log rejoins the ISR on fetch state from its previous life.
     ("isr_join_broker_epoch=unchecked", SHUTDOWN_AND_HARD_CRASH, "NoCommittedDataLoss", 10),
     # KIP-207: a new leader exposes an HW below what consumers already saw.
@@ -96,28 +103,28 @@ PATHS = {
         "Fetch(follower=2, leader=1)",
         "AlterPartition(leader=1, isr=(1, 2, 3))",
     ),
-    # Both followers stall before fetching r1; the ISR shrinks to {1} (3 enters the ELR) and
-    # the HW moves to 1 with the leader alone: ELR member 3 lacks committed r1.
+    # Both followers stall before fetching r1; one request shrinks the ISR to {1} (2 and 3
+    # enter the ELR) and the HW moves to 1 with the leader alone: the ELR members lack
+    # committed r1.
     "hw_min_isr=any": (
         "Produce(leader=1, record=1)",
         "ReplicaStall(follower=2)",
-        "AlterPartition(leader=1, isr=(1, 3))",
-        "HandleAlterPartitionResponse(leader=1)",
         "ReplicaStall(follower=3)",
         "AlterPartition(leader=1, isr=(1,))",
         "HandleAlterPartitionResponse(leader=1)",
     ),
     # 2 reaches offset 1, crashes hard with nothing flushed and is fenced out of the ISR; it
-    # restarts empty, and the leader adds it back on the position of its previous life (the
-    # late fetch KIP-903 guards against); 3's fetches then commit r1, which 2 lacks.
+    # restarts empty, and the leader, once its metadata shows 2 unfenced, adds it back on the
+    # position of its previous life (the late fetch KIP-903 guards against); 3's fetches then
+    # commit r1, which 2 lacks.
     "isr_join_broker_epoch=unchecked": (
         "Produce(leader=1, record=1)",
         "Fetch(follower=2, leader=1)",
         "Fetch(follower=2, leader=1)",
         "BrokerCrash(broker=2, keep=0)",
         "BrokerSessionTimeout(broker=2)",
-        "MetadataUpdate(broker=1)",
         "BrokerRestart(broker=2)",
+        "MetadataUpdate(broker=1)",
         "AlterPartition(leader=1, isr=(1, 2, 3))",
         "Fetch(follower=3, leader=1)",
         "Fetch(follower=3, leader=1)",
@@ -134,18 +141,18 @@ PATHS = {
         "BrokerSessionTimeout(broker=1)",
         "MetadataUpdate(broker=2)",
     ),
-    # The ISR shrinks to the leader alone (the shrink of 2 still in flight while 2's fetch
-    # commits r1); the leader crashes hard with r1 unflushed, stays the last ISR member when
-    # fenced, and restarts into leadership with an empty log.
+    # One request shrinks the ISR to the leader alone; while it is in flight both followers'
+    # fetches commit r1 over the maximal ISR; the leader crashes hard with r1 unflushed, stays
+    # the last ISR member when fenced, and restarts into leadership with an empty log.
     "elr=off": (
         "Produce(leader=1, record=1)",
         "Fetch(follower=2, leader=1)",
         "ReplicaStall(follower=2)",
+        "Fetch(follower=3, leader=1)",
         "ReplicaStall(follower=3)",
-        "AlterPartition(leader=1, isr=(1, 2))",
-        "HandleAlterPartitionResponse(leader=1)",
         "AlterPartition(leader=1, isr=(1,))",
         "Fetch(follower=2, leader=1)",
+        "Fetch(follower=3, leader=1)",
         "BrokerCrash(broker=1, keep=0)",
         "BrokerSessionTimeout(broker=1)",
         "BrokerRestart(broker=1)",

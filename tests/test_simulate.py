@@ -109,7 +109,7 @@ def test_the_violating_walk_is_shrunk_into_a_trace_that_replays(old):
     model, suite = old
     r = simulate(model, suite, OLD_RUN)
     v = r.violation
-    assert r.raw_length == 9 and v.length == 6 <= r.raw_length  # 6: the shortest (docs/BUG_ZOO.md)
+    assert r.raw_length == 9 and v.length == 5 <= r.raw_length  # 5: the shortest (docs/BUG_ZOO.md; 6 before issue 29)
     assert v.invariant == "HighWatermarkMonotonic" and v.kind == "action"
     trace = Trace(OLD, v.trace, v.invariant, v.kind)
     assert check_claim(trace) is None
@@ -152,12 +152,12 @@ def test_cli_violation_saves_a_shrunk_trace_that_replays(tmp_path):
     p = run_kafkamc("check", *args, cwd=tmp_path)
     assert p.returncode == 1, p.stderr
     summary = json.loads(p.stdout)
-    assert summary["violation"]["length"] == 6 and summary["simulation"]["raw_length"] == 9
+    assert summary["violation"]["length"] == 5 and summary["simulation"]["raw_length"] == 9
     assert summary["simulation"]["violating_walk"] == 73
     r = run_kafkamc("trace", "replay", out)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "HighWatermarkMonotonic is violated at its last step" in r.stdout
-    assert load(out).length == 6
+    assert load(out).length == 5
 
 
 def test_cli_time_limit_keeps_what_was_found_exit_3(tmp_path):

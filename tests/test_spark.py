@@ -47,8 +47,8 @@ UNCLEAN = Config(rf=2, minisr=1, unclean=True)
 #  partitions, checkpoint every): P and checkpoints vary so that several layouts are exercised.
 CASES = {
     "rf1-one-crash": (ONE_CRASH_RF1, "holds", 15, 5, 4, 1),
-    "rf2-minisr1-one-crash": (ONE_CRASH_RF2, "holds", 3666, 22, 3, 4),
-    "rf2-minisr2": (Config(rf=2, minisr=2), "holds", 8688, 22, 2, 4),
+    "rf2-minisr1-one-crash": (ONE_CRASH_RF2, "holds", 4243, 22, 3, 4),
+    "rf2-minisr2": (Config(rf=2, minisr=2), "holds", 8549, 22, 2, 4),
     "unclean-election": (UNCLEAN, "violated", "NoCommittedDataLoss", 6, 4, 2),
     "acks1": (Config(rf=3, minisr=2, acks="1", max_records=1), "violated", "AckedWriteDurability", 4, 3, 4),
     "elr-off": (
@@ -68,7 +68,7 @@ CASES = {
     "two-shutdowns-rf2": (
         Config(rf=2, minisr=2, max_records=1, max_clean_shutdowns=2, max_hard_crashes=0, max_isr_shrinks=1),
         "holds",
-        4802,
+        5862,
         22,
         2,
         4,
@@ -124,7 +124,7 @@ CASES = {
         2,
         4,
     ),
-    "rf3-minisr2-one-record": (Config(rf=3, minisr=2, max_records=1), "holds", 51706, 24, 2, 4),
+    "rf3-minisr2-one-record": (Config(rf=3, minisr=2, max_records=1), "holds", 111174, 30, 2, 4),
 }
 
 

@@ -135,14 +135,16 @@ SMALL = dict(rf=2, minisr=1, acks="1", max_records=2, max_clean_shutdowns=1, max
 
 def test_a_truncation_is_told_with_the_rule_that_made_it():
     cfg = Config(**SMALL)
-    steps = _walk(cfg, [*DIVERGED, Fetch(1, 2), Fetch(1, 2), Fetch(1, 2), AlterPartition(2, (1, 2)), ElectLeaders(1)])
+    # Leader 2 proposes broker 1 once its own metadata shows 1 unfenced again (issue 29).
+    again = [Fetch(1, 2), Fetch(1, 2), Fetch(1, 2), MetadataUpdate(2), AlterPartition(2, (1, 2)), ElectLeaders(1)]
+    steps = _walk(cfg, [*DIVERGED, *again])
     assert step_events(cfg, steps, 6) == ["broker 1 restarted (broker epoch 2) with r1 at offset 0"]
     assert step_events(cfg, steps, 7) == [
         "broker 1, follower of 2 in epoch 2, truncated its log to offset 0 on a diverging-epoch fetch response "
         "from leader 2, dropping r1 at offset 0 (epoch 1, acknowledged)"
     ]
-    assert step_events(cfg, steps, 10) == ["leader 2 expanded the ISR to {1,2} with broker 1"]
-    assert step_events(cfg, steps, 11) == [
+    assert step_events(cfg, steps, 11) == ["leader 2 expanded the ISR to {1,2} with broker 1"]
+    assert step_events(cfg, steps, 12) == [
         "an operator asked for a preferred leader election of broker 1 (ElectLeaders); the controller elected "
         "broker 1 leader of epoch 3 as the preferred replica; broker 1 lacks r1 (acknowledged)"
     ]

@@ -16,7 +16,8 @@ Variables of every state:
               ISR view; empty on followers), log (list of {epoch, record}), leo, hw, cache (list
               of {epoch, start}), start, views (map broker -> follower LEO, -1 = unknown),
               vbepochs, pending (set), purgatory (list of {offset, record, down}), alter (list
-              of at most one AlterPartition response record), truncating, stalled, clean,
+              of at most one AlterPartition response record), ineligible (set: the brokers the
+              leader's metadata shows fenced or shutting down), truncating, stalled, clean,
               checkpoint_hw (the HW in the checkpoint file, what a hard crash restarts with)
   ghost       record: acked (set of record ids), committed (list of record ids), hw_seen, acked_down
   budget      record: one count per search bound declared in spec/next.py (records, crashes, ...)
@@ -106,6 +107,7 @@ def broker(br: Broker) -> dict:
         "pending": broker_set(br.pending),
         "purgatory": [{"offset": num(o), "record": num(r), "down": num(d)} for o, r, d in br.purgatory],
         "alter": alter,
+        "ineligible": broker_set(br.ineligible),
         "truncating": br.truncating,
         "stalled": br.stalled,
         "clean": br.clean,

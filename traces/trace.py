@@ -22,7 +22,8 @@ from kafkamc.spec.next import NEXT
 # 3: the budget is a list of (bound, spent) pairs. 4: a broker's state has checkpoint_hw, and a
 # crash no longer fences (BrokerSessionTimeout does): a /3 file's step 0 is no initial state of
 # this model and its crash steps no path of it, so it is refused by its schema, not mid-replay.
-SCHEMA = "kafkamc.trace/4"
+# 5: a broker's state has ineligible (the leader's own view of fenced and shutting-down brokers).
+SCHEMA = "kafkamc.trace/5"
 _ACTIONS = {a.name: a.type for a in NEXT}
 _DESCRIBE = {a.type: a.describe for a in NEXT}
 _KEYS = ("schema", "config", "violation", "steps")  # the rest of a file's keys are kept in Trace.extra

@@ -12,14 +12,27 @@ leader outside the ISR. Broker ids are the same as Kafka's unless a docstring sa
 
 from __future__ import annotations
 
-import pytest
 from kafkamc.spec.alter_partition import AlterPartition, HandleAlterPartitionResponse
 from kafkamc.spec.config import Config
-from kafkamc.spec.controller import fence, partition_change, register, unfence
+from kafkamc.spec.controller import fence, handle_alter_partition, partition_change, register, unfence
 from kafkamc.spec.fetch import Fetch, ReplicaStall
+from kafkamc.spec.metadata import MetadataUpdate
 from kafkamc.spec.produce import Produce
 from kafkamc.spec.state import members
-from scenario import ELR_OFF, NO_LEADER, controller, mask, on_controller, replace, run
+from scenario import (
+    ELR_OFF,
+    NO_LEADER,
+    UNKNOWN,
+    controller,
+    follower_broker,
+    leader_broker,
+    mask,
+    on_controller,
+    replace,
+    run,
+    step,
+    with_brokers,
+)
 
 # Kafka's FOO partition: replicas [2, 1, 3], ISR {2, 1, 3}, leader 1, broker 3 not acceptable.
 FOO_ORDER = (2, 1, 3)
@@ -163,11 +176,6 @@ def test_elr_can_be_elected():
     assert (after.lastelr, after.recovering, after.epoch) == (0, False, c.epoch + 1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 15 (found by this suite): when several ISR members leave in one change, the model records "
-    "all of them as the last known leader (lastKnownElr); Kafka records the partition's leader alone",
-)
 def test_elr_isr_can_shrink_to_zero():
     """Kafka: PartitionChangeBuilderTest.testEligibleLeaderReplicas_IsrCanShrinkToZero: every
     replica goes offline at once: the ISR empties into the ELR {1, 2, 3, 4}, there is no
@@ -210,3 +218,44 @@ def test_elr_not_eligible_last_known_leader():
     assert (after.leader, members(after.isr), after.recovering, after.lastelr) == (2, (2,), True, 0)
     back = unfence(cfg, on_controller(c), 1).controller
     assert (back.leader, members(back.isr), back.recovering) == (1, (1,), True)
+
+
+def test_isr_enlargement_completes_reassignment():
+    """Kafka: PartitionChangeBuilderTest.testIsrEnlargementCompletesReassignment: replicas
+    {1, 2, 3, 4} moving to {2, 3, 4} (removing 1, adding 4), ISR {1, 2, 3}, leader 1: the leader's
+    request for ISR {1, 2, 3, 4} completes the move: replicas and ISR {2, 3, 4}, leader 2, no
+    adding or removing left; the leader is told NEW_LEADER_ELECTED.
+    With the leader kept (removing 3 instead of 1) the change still bumps the leader epoch, as
+    a replica left (triggerLeaderEpochBumpForReplicaReassignmentIfNeeded). The answer carries
+    the partition's epochs after the change (ReplicationControlManager.alterPartition), so the
+    leader, one epoch behind, ignores it and stays pending (Partition.handleAlterPartitionUpdate)
+    until it applies the metadata of the new epoch."""
+    cfg = Config(rf=4, minisr=1)
+    c = controller(4, 1, mask(1, 2, 3), replicas=(2, 3, 4, 1))  # the target, then the removing replica
+    c = replace(c, adding=mask(4), removing=mask(1))
+    after, resp = handle_alter_partition(cfg, on_controller(c), c.epoch, c.pepoch, mask(1, 2, 3, 4), ())
+    done = after.controller
+    assert (done.replicas, members(done.isr), done.leader, done.adding, done.removing) == (
+        (2, 3, 4),
+        (2, 3, 4),
+        2,
+        0,
+        0,
+    )
+    assert (resp.ok, resp.error) == (False, "NEW_LEADER_ELECTED")
+    c = replace(c, replicas=(1, 2, 4, 3), removing=mask(3))
+    s = with_brokers(
+        c,
+        leader_broker(c, 1, views=(UNKNOWN, 0, 0, 0)),
+        *(follower_broker(c) for _ in range(3)),
+    )
+    s = step(cfg, s, AlterPartition(1, (1, 2, 3, 4)))
+    done, resp = s.controller, s.broker(1).alter
+    assert (done.replicas, members(done.isr), done.leader, done.epoch) == ((1, 2, 4), (1, 2, 4), 1, c.epoch + 1)
+    assert (resp.ok, resp.epoch, resp.pepoch) == (True, c.epoch + 1, done.pepoch)
+    s = step(cfg, s, HandleAlterPartitionResponse(1))
+    leader = s.broker(1)
+    assert (members(leader.isr), members(leader.pending), leader.epoch) == ((1, 2, 3), (1, 2, 3, 4), c.epoch)
+    s = step(cfg, s, MetadataUpdate(1))
+    leader = s.broker(1)
+    assert (members(leader.isr), leader.pending, leader.epoch) == ((1, 2, 4), 0, c.epoch + 1)
