@@ -6,10 +6,10 @@ import tempfile
 from pathlib import Path
 
 import click
-from kafkamc.cli.common import EXIT_HOLDS, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_VIOLATED
+from kafkamc.cli.common import EXIT_HOLDS, EXIT_INCOMPLETE, EXIT_VIOLATED, UsageProblem
 from kafkamc.cli.trace_export import properties_option
 from kafkamc.invariants.properties import PropertyFile
-from kafkamc.traces.trace import TraceError, load
+from kafkamc.traces.trace import load
 
 
 def register(trace_group) -> None:
@@ -38,22 +38,16 @@ def register(trace_group) -> None:
         from kafkamc.realkafka import jars, replay
         from kafkamc.realkafka.cluster import ClusterFailed
 
-        try:
-            t = load(file, PropertyFile.read(properties_file) if properties_file else None)
-        except TraceError as e:
-            click.echo(f"cannot replay: {e}")
-            return EXIT_USAGE
+        t = load(file, PropertyFile.read(properties_file) if properties_file else None)
         why = replay.refusal(t)
         if why is not None:
-            click.echo(f"cannot replay {file}: {why}")
-            return EXIT_USAGE
+            raise UsageProblem(f"cannot replay {file} on Kafka: {why}")
         folder = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="kafkamc-replay-"))
         try:
             result = replay.run(t, kafka_version, folder, echo=click.echo)
         except (ClusterFailed, jars.JarsMissing) as e:
             first = str(e).splitlines()[0]
-            click.echo(f"the cluster did not start: {first} (logs in {folder / 'logs'})")
-            return EXIT_USAGE
+            raise UsageProblem(f"the cluster did not start: {first} (logs in {folder / 'logs'})") from None
         except KeyboardInterrupt:
             click.echo(f"interrupted; logs and report so far in {folder}")
             return EXIT_INCOMPLETE

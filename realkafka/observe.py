@@ -21,7 +21,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kafkamc.spec.state import NO_LEADER, State, members
 
@@ -149,10 +149,10 @@ def checkpoint(path: Path, topic: str, partition: int = 0) -> int | None:
     return None
 
 
-def observe(cluster: Cluster, topic: str, replicas: tuple[int, ...], history: list[dict]) -> View:
+def observe(cluster: Cluster, topic: str, replicas: tuple[int, ...], history: list[dict[str, Any]]) -> View:
     """The real View: the controller's last registration (from `history`, read by the caller
     with client.controller_history) and each replica's files."""
-    last = history[-1] if history else {"leader": -1, "leaderEpoch": -1, "isr": [], "elr": []}
+    last: dict[str, Any] = history[-1] if history else {"leader": -1, "leaderEpoch": -1, "isr": [], "elr": []}
     logs = []
     for b in replicas:
         records = read_log(cluster.partition_dir(b, topic))

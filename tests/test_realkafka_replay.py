@@ -35,7 +35,7 @@ def test_an_old_era_trace_is_refused_before_any_process(kafkamc_cli, tmp_path):
     t = _trace(kafkamc_cli, tmp_path, "oldest", "--protocol", "oldest", "--max-clean-shutdowns", "1")
     r = kafkamc_cli("trace", "kafka", t, "--keep", tmp_path / "run")
     assert r.returncode == 2
-    assert r.stdout.count("\n") == 1 and "not the newest preset (4.1.0)" in r.stdout
+    assert r.stdout == "" and r.stderr.count("\n") == 1 and "not the newest preset (4.1.0)" in r.stderr
     assert not (tmp_path / "run").exists()
 
 
@@ -43,7 +43,7 @@ def test_a_crash_that_loses_the_unflushed_tail_is_refused(kafkamc_cli, tmp_path)
     t = _trace(kafkamc_cli, tmp_path, "acks1", "--acks", "1", "--invariant", "AckedWriteDurability")
     r = kafkamc_cli("trace", "kafka", t, "--keep", tmp_path / "run")
     assert r.returncode == 2
-    assert "step 2: BrokerCrash(broker=1, keep=0) loses the unflushed tail" in r.stdout
+    assert "step 2: BrokerCrash(broker=1, keep=0) loses the unflushed tail" in r.stderr
     assert not (tmp_path / "run").exists()
 
 
