@@ -35,6 +35,7 @@ class View:
 
     leader: int
     epoch: int
+    replicas: tuple[int, ...]  # the assignment, in its order (the preferred replica first)
     isr: tuple[int, ...]
     elr: tuple[int, ...]
     logs: tuple[tuple[int, tuple[tuple[int, str], ...]], ...]  # (broker, ((epoch, value), ...))
@@ -43,14 +44,15 @@ class View:
     def words(self) -> str:
         logs = "; ".join(f"{b}:[{' '.join(f'{v}@e{e}' for e, v in log)}]" for b, log in self.logs)
         return (
-            f"leader {self.leader} epoch {self.epoch} ISR {list(self.isr)} ELR {list(self.elr)} "
+            f"leader {self.leader} epoch {self.epoch} replicas {list(self.replicas)} ISR {list(self.isr)} "
+            f"ELR {list(self.elr)} "
             f"HW {self.leader_hw} | logs {logs}"
         )
 
     def differences(self, other: View) -> list[str]:
         out = [
             f"{name}: {getattr(self, name)} vs {getattr(other, name)}"
-            for name in ("leader", "epoch", "isr", "elr", "leader_hw")
+            for name in ("leader", "epoch", "replicas", "isr", "elr", "leader_hw")
             if getattr(self, name) != getattr(other, name)
         ]
         theirs = dict(other.logs)
@@ -62,14 +64,16 @@ def value_of(record: int) -> str:
     return f"r{record}"
 
 
-def abstract(state: State, replicas: tuple[int, ...]) -> View:
-    """The model's state in the terms of View (the one place the numbering is mapped)."""
+def abstract(state: State, brokers: tuple[int, ...]) -> View:
+    """The model's state in the terms of View (the one place the numbering is mapped); the logs
+    of `brokers`, every broker of the cluster (one that hosts no replica has an empty log)."""
     c = state.controller
     leader = -1 if c.leader == NO_LEADER else c.leader
-    logs = tuple((b, tuple((e - 1, value_of(r)) for e, r in state.broker(b).log)) for b in replicas)
+    logs = tuple((b, tuple((e - 1, value_of(r)) for e, r in state.broker(b).log)) for b in brokers)
     return View(
         leader,
         c.epoch - 1,
+        tuple(c.replicas),
         members(c.isr),
         members(c.elr),
         logs,
@@ -149,12 +153,13 @@ def checkpoint(path: Path, topic: str, partition: int = 0) -> int | None:
     return None
 
 
-def observe(cluster: Cluster, topic: str, replicas: tuple[int, ...], history: list[dict[str, Any]]) -> View:
+def observe(cluster: Cluster, topic: str, brokers: tuple[int, ...], history: list[dict[str, Any]]) -> View:
     """The real View: the controller's last registration (from `history`, read by the caller
-    with client.controller_history) and each replica's files."""
-    last: dict[str, Any] = history[-1] if history else {"leader": -1, "leaderEpoch": -1, "isr": [], "elr": []}
+    with client.controller_history) and each broker's files (a partition Kafka deleted from a
+    broker is renamed to "<topic>-<partition>.<id>-delete", so it reads as empty here)."""
+    last: dict[str, Any] = history[-1] if history else {"leader": -1, "leaderEpoch": -1, "replicas": []}
     logs = []
-    for b in replicas:
+    for b in brokers:
         records = read_log(cluster.partition_dir(b, topic))
         # Offsets start at 0 and have no gaps here (no compaction, no retention): check it.
         if [o for o, _e, _v in records] != list(range(len(records))):
@@ -163,5 +168,11 @@ def observe(cluster: Cluster, topic: str, replicas: tuple[int, ...], history: li
     leader = int(last["leader"])
     hw = None if leader < 0 else checkpoint(cluster.data_dir(leader) / "replication-offset-checkpoint", topic)
     return View(
-        leader, int(last["leaderEpoch"]), tuple(sorted(last["isr"])), tuple(sorted(last["elr"])), tuple(logs), hw
+        leader,
+        int(last["leaderEpoch"]),
+        tuple(last["replicas"]),
+        tuple(sorted(last.get("isr", []))),
+        tuple(sorted(last.get("elr", []))),
+        tuple(logs),
+        hw,
     )

@@ -174,7 +174,7 @@ class Replay:
     def __init__(self, cluster: Cluster, trace: Trace, result: Result, echo: Callable[[str], None]):
         self.c, self.t, self.r, self.echo = cluster, trace, result, echo
         self.replicas = tuple(trace.steps[0][1].controller.replicas)
-        self.views = [abstract(s, self.replicas) for _a, s in trace.steps]
+        self.views = [abstract(s, trace.config.brokers) for _a, s in trace.steps]
         self.paused: set[int] = set()
         self.producers: list[client.Producer] = []
 
@@ -182,7 +182,7 @@ class Replay:
         return [b for b in self.c.broker_ids if self.c.alive(b) and b not in self.paused]
 
     def look(self) -> View:
-        return observe(self.c, TOPIC, self.replicas, client.controller_history(self.c, TOPIC))
+        return observe(self.c, TOPIC, self.t.config.brokers, client.controller_history(self.c, TOPIC))
 
     def until(self, first: int, last: int, timeout: float) -> View | None:
         """Read the real state until it equals the model's at step `last`; each step of the
@@ -346,7 +346,7 @@ class Replay:
 def _same(model: View, real: View) -> bool:
     """The comparison: every field of the View, the leader's HW read as 0 before its checkpoint
     file names the partition (a new leader's HW starts at its log start, 0 here)."""
-    return model == View(real.leader, real.epoch, real.isr, real.elr, real.logs, real.leader_hw or 0)
+    return model == replace(real, leader_hw=real.leader_hw or 0)
 
 
 class Diverged(Exception):

@@ -83,7 +83,7 @@ def test_a_witness_ends_in_the_models_final_state(kafkamc_cli, tmp_path):
     run = tmp_path / "run"
     r = kafkamc_cli("trace", "kafka", t, "--kafka-version", "4.1.1", "--keep", run, timeout=240)
     assert r.returncode == 0, r.stdout[-3000:]
-    final = "leader 1 epoch 0 ISR [1, 2, 3] ELR [] HW 1 | logs 1:[r1@e0]; 2:[r1@e0]; 3:[r1@e0]"
+    final = "leader 1 epoch 0 replicas [1, 2, 3] ISR [1, 2, 3] ELR [] HW 1 | logs 1:[r1@e0]; 2:[r1@e0]; 3:[r1@e0]"
     assert f"step 5: Fetch(follower=3, leader=1)\n    model: {final}\n    real:  same" in r.stdout
     assert "the real cluster reached the model's final state; every promise holds in it" in r.stdout
     assert _jvms_of(run) == []
