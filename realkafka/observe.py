@@ -36,6 +36,7 @@ class View:
     leader: int
     epoch: int
     replicas: tuple[int, ...]  # the assignment, in its order (the preferred replica first)
+    up: tuple[int, ...]  # the brokers whose process runs (a paused one too)
     isr: tuple[int, ...]
     elr: tuple[int, ...]
     logs: tuple[tuple[int, tuple[tuple[int, str], ...]], ...]  # (broker, ((epoch, value), ...))
@@ -45,14 +46,14 @@ class View:
         logs = "; ".join(f"{b}:[{' '.join(f'{v}@e{e}' for e, v in log)}]" for b, log in self.logs)
         return (
             f"leader {self.leader} epoch {self.epoch} replicas {list(self.replicas)} ISR {list(self.isr)} "
-            f"ELR {list(self.elr)} "
+            f"ELR {list(self.elr)} up {list(self.up)} "
             f"HW {self.leader_hw} | logs {logs}"
         )
 
     def differences(self, other: View) -> list[str]:
         out = [
             f"{name}: {getattr(self, name)} vs {getattr(other, name)}"
-            for name in ("leader", "epoch", "replicas", "isr", "elr", "leader_hw")
+            for name in ("leader", "epoch", "replicas", "up", "isr", "elr", "leader_hw")
             if getattr(self, name) != getattr(other, name)
         ]
         theirs = dict(other.logs)
@@ -74,6 +75,7 @@ def abstract(state: State, brokers: tuple[int, ...]) -> View:
         leader,
         c.epoch - 1,
         tuple(c.replicas),
+        tuple(b for b in brokers if state.broker(b).alive),
         members(c.isr),
         members(c.elr),
         logs,
@@ -171,6 +173,7 @@ def observe(cluster: Cluster, topic: str, brokers: tuple[int, ...], history: lis
         leader,
         int(last["leaderEpoch"]),
         tuple(last["replicas"]),
+        tuple(b for b in brokers if cluster.alive(b)),
         tuple(sorted(last.get("isr", []))),
         tuple(sorted(last.get("elr", []))),
         tuple(logs),

@@ -25,6 +25,7 @@ timeout: the first segment that does not get there is where the replay diverged.
 from __future__ import annotations
 
 import signal
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkamc.realkafka import client
-from kafkamc.realkafka.cluster import Cluster, Settings, kraft_cluster
+from kafkamc.realkafka.cluster import Cluster, ClusterFailed, Settings, kraft_cluster
 from kafkamc.realkafka.observe import View, abstract, observe, value_of
 from kafkamc.spec import alter_partition as ap
 from kafkamc.spec import broker_lifecycle as lc
@@ -282,6 +283,8 @@ class Replay:
             self.paused.discard(a.broker)
             return "SIGCONT"
         if isinstance(a, lc.BrokerRestart):
+            if c.alive(a.broker):  # a controlled shutdown that has not ended: Kafka's to finish
+                c.procs[a.broker].wait(60)
             c.start(a.broker)
             c.wait_brokers([a.broker])
             return "started"
@@ -394,6 +397,9 @@ def run(
                     )
             except KeyboardInterrupt:
                 result.verdict = "interrupted"
+            except (ClusterFailed, TimeoutError, RuntimeError, subprocess.SubprocessError) as e:
+                result.verdict = "diverged"  # a command Kafka did not carry out
+                result.notes.append(f"stopped at step {len(result.lines) - 1}: {type(e).__name__}: {e}")
             result.acks = rep.r.acks
             for p in rep.producers:
                 p._p.poll(0)

@@ -83,7 +83,34 @@ def test_a_witness_ends_in_the_models_final_state(kafkamc_cli, tmp_path):
     run = tmp_path / "run"
     r = kafkamc_cli("trace", "kafka", t, "--kafka-version", "4.1.1", "--keep", run, timeout=240)
     assert r.returncode == 0, r.stdout[-3000:]
-    final = "leader 1 epoch 0 replicas [1, 2, 3] ISR [1, 2, 3] ELR [] HW 1 | logs 1:[r1@e0]; 2:[r1@e0]; 3:[r1@e0]"
+    logs = "logs 1:[r1@e0]; 2:[r1@e0]; 3:[r1@e0]"
+    final = f"leader 1 epoch 0 replicas [1, 2, 3] ISR [1, 2, 3] ELR [] up [1, 2, 3] HW 1 | {logs}"
     assert f"step 5: Fetch(follower=3, leader=1)\n    model: {final}\n    real:  same" in r.stdout
     assert "the real cluster reached the model's final state; every promise holds in it" in r.stdout
+    assert _jvms_of(run) == []
+
+
+def test_the_rolling_restart_scenario_is_a_path_of_the_model(kafkamc_cli, tmp_path):
+    from kafkamc.realkafka.scenario import rolling_restart
+
+    path = rolling_restart().save(tmp_path / "rr.json")
+    r = kafkamc_cli("trace", "replay", path)
+    assert (r.returncode, r.stdout.strip()) == (0, "replayed 32 steps: a real path of the model")
+
+
+@pytest.mark.kafka
+def test_a_rolling_restart_with_a_preferred_election_follows_the_model(kafkamc_cli, tmp_path):
+    """Controlled shutdown (SIGTERM), restart, ElectLeaders through the probe: every segment's
+    end state is reached, the leader epochs are the model's minus one."""
+    from kafkamc.realkafka.scenario import rolling_restart
+
+    t = rolling_restart().save(tmp_path / "rr.json")
+    run = tmp_path / "run"
+    r = kafkamc_cli("trace", "kafka", t, "--kafka-version", VERSION, "--keep", run, timeout=240)
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert "DIFFERENT" not in r.stdout
+    assert "step 8: ControlledShutdown(broker=1)  SIGTERM (controlled shutdown)" in r.stdout
+    logs = "logs 1:[r1@e0 r2@e2]; 2:[r1@e0 r2@e2]; 3:[r1@e0 r2@e2]"
+    final = f"leader 1 epoch 2 replicas [1, 2, 3] ISR [1, 2, 3] ELR [] up [1, 2, 3] HW 2 | {logs}"
+    assert f"step 32: Fetch(follower=3, leader=1)\n    model: {final}\n    real:  same" in r.stdout
     assert _jvms_of(run) == []
