@@ -89,6 +89,9 @@ SETTINGS = Settings(
 SETTLE_S = 0.5
 # Data-loss promises: their violation is seen for real as an acknowledged record missing.
 LOSS = ("AckedWriteDurability", "NoCommittedDataLoss")
+# How long a liveness counterexample's last state must last on the real cluster: longer than the
+# session timeout and many runs of the controller's periodic tasks.
+STAY_S = 15.0
 
 
 class Refused(Exception):
@@ -312,6 +315,9 @@ class Replay:
             self.c.resume(b)
         self.paused.clear()
         inv = self.t.invariant
+        if self.t.loop is not None:
+            _stays(self)
+            return
         if inv not in LOSS:
             what = f"{inv} is violated in it" if inv else "every promise holds in it"
             self.r.notes.append(f"the real cluster reached the model's final state; {what}")
@@ -350,6 +356,30 @@ def _same(model: View, real: View) -> bool:
     """The comparison: every field of the View, the leader's HW read as 0 before its checkpoint
     file names the partition (a new leader's HW starts at its log start, 0 here)."""
     return model == replace(real, leader_hw=real.leader_hw or 0)
+
+
+def _stays(replay: Replay) -> None:
+    """A liveness counterexample whose last state may stay forever (its loop is its last step):
+    the real cluster must stay in it for STAY_S by its own clocks (session timeouts, the
+    controller's periodic elections); a cycle longer than that is run once."""
+    t = replay.t
+    want = replay.views[-1]
+    if t.loop != t.length:
+        replay.r.notes.append(f"the cycle from step {t.loop} was run once; {t.invariant} never happens on it")
+        replay.r.verdict = "reproduced"
+        return
+    deadline = time.monotonic() + STAY_S
+    while time.monotonic() < deadline:
+        real = replay.look()
+        if not _same(want, real):
+            replay.r.notes.append(f"the real cluster left the model's last state: {'; '.join(want.differences(real))}")
+            replay.r.verdict = "diverged"
+            return
+        time.sleep(0.5)
+    replay.r.notes.append(
+        f"the real cluster stayed in the model's last state for {STAY_S:.0f} s: {t.invariant} does not happen"
+    )
+    replay.r.verdict = "reproduced"
 
 
 class Diverged(Exception):
