@@ -355,7 +355,7 @@ class Replay:
 def _same(model: View, real: View) -> bool:
     """The comparison: every field of the View, the leader's HW read as 0 before its checkpoint
     file names the partition (a new leader's HW starts at its log start, 0 here)."""
-    return model == replace(real, leader_hw=real.leader_hw or 0)
+    return model == (real if real.leader < 0 else replace(real, leader_hw=real.leader_hw or 0))
 
 
 def _stays(replay: Replay) -> None:

@@ -78,6 +78,32 @@ def test_an_unsafe_configuration_loses_the_record_for_real(kafkamc_cli, tmp_path
 
 
 @pytest.mark.kafka
+def test_elr_leaves_the_partition_offline_with_a_live_replica(kafkamc_cli, tmp_path):
+    """The gate's elr-offline-with-a-live-replica (rf 2, min ISR 1): broker 2 stalls out of the
+    ISR, broker 1 is killed and fenced; ELR [1] and no unclean election leave no leader though
+    broker 2 runs, for the 15 s the replay watches."""
+    t = _trace(
+        kafkamc_cli,
+        tmp_path,
+        "offline",
+        "--rf",
+        "2",
+        "--minisr",
+        "1",
+        "--invariant",
+        "EventuallyAvailable",
+        *NO_TAIL_LOSS,
+    )
+    run = tmp_path / "run"
+    r = kafkamc_cli("trace", "kafka", t, "--kafka-version", VERSION, "--keep", run, timeout=240)
+    assert r.returncode == 1, r.stdout[-3000:]
+    last = "leader -1 epoch 1 replicas [1, 2] ISR [] ELR [1] up [2] HW None | logs 1:[]; 2:[]"
+    assert f"step 5: MetadataUpdate(broker=2)\n    model: {last}\n    real:  same" in r.stdout
+    assert "stayed in the model's last state for 15 s: EventuallyAvailable does not happen" in r.stdout
+    assert _jvms_of(run) == []
+
+
+@pytest.mark.kafka
 def test_a_witness_ends_in_the_models_final_state(kafkamc_cli, tmp_path):
     t = _trace(kafkamc_cli, tmp_path, "hw", "--reach", "HighWatermarkAdvances")
     run = tmp_path / "run"
