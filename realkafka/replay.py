@@ -435,7 +435,11 @@ def run(
                 p._p.poll(0)
             for n in result.notes:
                 say(n)
-            say(result.verdict)
+            say(
+                result.verdict
+                if result.verdict != "interrupted"
+                else f"interrupted: logs and report so far in {folder}"
+            )
     finally:
         signal.signal(signal.SIGTERM, old)
     return result

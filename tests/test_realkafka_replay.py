@@ -140,3 +140,31 @@ def test_a_rolling_restart_with_a_preferred_election_follows_the_model(kafkamc_c
     final = f"leader 1 epoch 2 replicas [1, 2, 3] ISR [1, 2, 3] ELR [] up [1, 2, 3] HW 2 | {logs}"
     assert f"step 32: Fetch(follower=3, leader=1)\n    model: {final}\n    real:  same" in r.stdout
     assert _jvms_of(run) == []
+
+
+@pytest.mark.kafka
+def test_sigterm_keeps_the_report_and_leaves_no_jvm(kafkamc_cli, tmp_path):
+    import signal
+    import time
+
+    from helpers import EXE
+
+    t = _trace(kafkamc_cli, tmp_path, "hw", "--reach", "HighWatermarkAdvances")
+    run = tmp_path / "run"
+    p = subprocess.Popen([EXE, "trace", "kafka", str(t), "--keep", str(run)], stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and "step 0:" not in _text(run / "report.txt"):
+        time.sleep(0.2)
+    p.send_signal(signal.SIGTERM)
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 3, out
+    assert _text(run / "report.txt").rstrip().endswith(f"interrupted: logs and report so far in {run}")
+    assert (run / "logs" / "controller.log").exists()
+    assert _jvms_of(run) == []
+
+
+def _text(path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
