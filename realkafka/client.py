@@ -145,6 +145,10 @@ class Producer:
             self._p.poll(0.05)
         return ack.answered is not None
 
+    def serve(self) -> None:
+        """Serve the delivery reports that have arrived, without waiting."""
+        self._p.poll(0)
+
     def acknowledged(self) -> list[Ack]:
         return [a for a in self.acks if a.offset is not None]
 

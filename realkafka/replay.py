@@ -195,7 +195,7 @@ class Replay:
         real = None
         while True:
             for p in self.producers:
-                p._p.poll(0)  # serve delivery reports
+                p.serve()
             real = self.look()
             for line in self.r.lines[first : last + 1]:
                 if line.real is None and _same(line.model, real):
@@ -432,7 +432,7 @@ def run(
                 result.notes.append(f"stopped at step {len(result.lines) - 1}: {type(e).__name__}: {e}")
             result.acks = rep.r.acks
             for p in rep.producers:
-                p._p.poll(0)
+                p.serve()
             for n in result.notes:
                 say(n)
             say(
