@@ -101,7 +101,8 @@ class Refused(Exception):
 def refusal(trace: Trace) -> str | None:
     """Why this trace cannot be replayed on Kafka 4.x, or None."""
     cfg = trace.config
-    if cfg.protocol != PRESETS[NEWEST]:
+    # ELR off is a 4.x cluster formatted with eligible.leader.replicas.version=0 (KIP-966).
+    if set(cfg.protocol.differences(PRESETS[NEWEST])) - {"elr"}:
         era = cfg.protocol.era()
         return f"the trace's protocol is {era}, not the newest preset ({NEWEST}): its rules are not Kafka 4.1-4.4's" + (
             "" if era != "custom" else f" (rules changed: {cfg.protocol.differences(PRESETS[NEWEST])})"
