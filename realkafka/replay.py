@@ -246,6 +246,10 @@ class Replay:
         held = f"paused {sorted(self.paused)}" if self.paused else ""
         self.r.lines[first].note = "; ".join(x for x in (note, held) if x)
         real = self.until(first, last, self.timeout(first, last))
+        if isinstance(action, pr.Produce):
+            ack = self.r.acks[-1]
+            said = "pending" if ack.answered is None else ack.error or f"acknowledged at offset {ack.offset}"
+            self.r.lines[first].note = self.r.lines[first].note.replace(")", f"): {said}", 1)
         for line in self.r.lines[first : last + 1]:
             self.say(line)
         if real is None:
@@ -330,12 +334,14 @@ class Replay:
             self.r.read = client.read_all(self.c.bootstrap_of(self.running()), TOPIC, timeout=10)
         except Exception as e:  # KIP-207: a leader below min ISR may not answer yet
             self.r.notes.append(f"a consumer could not read: {e}")
+        # By value: the producer never retries, so each value is written once (and with acks=0
+        # the client learns no offset: librdkafka reports -1).
         lost = [
             a
             for a in self.r.acks
             if a.offset is not None
-            and not (a.offset < len(log) and log[a.offset][1] == a.value)
-            and (a.offset, a.value) not in self.r.read
+            and a.value not in {v for _e, v in log}
+            and a.value not in {v for _o, v in self.r.read}
         ]
         acked = ", ".join(f"{a.value} at offset {a.offset}" for a in self.r.acks if a.offset is not None) or "none"
         self.r.notes.append(
