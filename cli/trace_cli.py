@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import click
-from kafkamc.cli import trace_export, trace_html
+from kafkamc.cli import trace_export, trace_html, trace_kafka
 from kafkamc.cli.common import EXIT_HOLDS, EXIT_VIOLATED, UsageProblem, help_when_bare, make_console
 from kafkamc.cli.trace_export import load_claimed, properties_option
 from kafkamc.invariants.properties import PropertyFile
@@ -61,4 +61,5 @@ def register(cli_group) -> None:
         return EXIT_HOLDS
 
     trace_html.register(trace)
+    trace_kafka.register(trace)
     trace_export.register(cli_group, trace)

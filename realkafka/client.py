@@ -105,6 +105,7 @@ class Producer:
     partition: int = 0
     request_timeout_ms: int = 120000
     acks: list[Ack] = field(default_factory=list)
+    required_acks: str = "all"  # the producer's acks setting: "all", "1" or "0"
 
     def __post_init__(self) -> None:
         from confluent_kafka import Producer as RdProducer
@@ -112,7 +113,7 @@ class Producer:
         self._p = RdProducer(
             {
                 "bootstrap.servers": self.bootstrap,
-                "acks": "all",
+                "acks": self.required_acks,
                 "enable.idempotence": False,
                 "retries": 0,
                 "linger.ms": 0,
@@ -143,6 +144,10 @@ class Producer:
         while ack.answered is None and time.monotonic() < deadline:
             self._p.poll(0.05)
         return ack.answered is not None
+
+    def serve(self) -> None:
+        """Serve the delivery reports that have arrived, without waiting."""
+        self._p.poll(0)
 
     def acknowledged(self) -> list[Ack]:
         return [a for a in self.acks if a.offset is not None]

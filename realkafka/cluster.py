@@ -88,6 +88,7 @@ class Settings:
     imbalance_check_s: int = 1
     heap: str = "256m"
     extra_broker: dict[str, str] = field(default_factory=dict)
+    extra_controller: dict[str, object] = field(default_factory=dict)
 
 
 def _props(values: dict[str, object]) -> str:
@@ -144,14 +145,18 @@ class Cluster:
 
     def controller_config(self) -> dict[str, object]:
         s = self.settings
-        return self._common(CONTROLLER) | {
-            "process.roles": "controller",
-            "listeners": f"CONTROLLER://127.0.0.1:{self.controller_port}",
-            "broker.session.timeout.ms": s.session_timeout_ms,
-            "auto.leader.rebalance.enable": str(s.auto_rebalance).lower(),
-            "leader.imbalance.check.interval.seconds": s.imbalance_check_s,
-            "leader.imbalance.per.broker.percentage": 0,
-        }
+        return (
+            self._common(CONTROLLER)
+            | {
+                "process.roles": "controller",
+                "listeners": f"CONTROLLER://127.0.0.1:{self.controller_port}",
+                "broker.session.timeout.ms": s.session_timeout_ms,
+                "auto.leader.rebalance.enable": str(s.auto_rebalance).lower(),
+                "leader.imbalance.check.interval.seconds": s.imbalance_check_s,
+                "leader.imbalance.per.broker.percentage": 0,
+            }
+            | s.extra_controller
+        )
 
     def broker_config(self, node: int) -> dict[str, object]:
         s = self.settings
