@@ -124,7 +124,7 @@ CASES = {
         2,
         4,
     ),
-    "rf3-minisr2-one-record": (Config(rf=3, minisr=2, max_records=1), "holds", 111174, 30, 2, 4),
+    "rf3-minisr2-one-record": (Config(rf=3, minisr=2, max_records=1), "holds", 69996, 24, 2, 4),
 }
 
 

@@ -29,7 +29,7 @@ COUNTS = [
     (dict(rf=1, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1), 15, 15),
     (dict(rf=2, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1), 4243, 8486),
     (dict(rf=2, minisr=2), 8549, 17098),
-    pytest.param(dict(rf=3, minisr=2, max_records=1), 111174, 667044, marks=pytest.mark.slow),
+    pytest.param(dict(rf=3, minisr=2, max_records=1), 69996, 419976, marks=pytest.mark.slow),
 ]
 
 # The lengths of tests/test_pinned.py: one BrokerSessionTimeout after each crash.
