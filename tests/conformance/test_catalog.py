@@ -59,9 +59,9 @@ def test_every_scenario_names_one_kafka_test():
     assert not unnamed, f"scenarios whose docstring does not begin 'Kafka: <Class>.<method>': {unnamed}"
 
 
-def test_at_least_forty_scenarios_each_a_different_kafka_test():
+def test_at_least_ninety_scenarios_each_a_different_kafka_test():
     named = [kafka_test(fn) for _p, fn in scenarios()]
-    assert len(named) >= 40, len(named)
+    assert len(named) >= 90, len(named)
     twice = [t for t, n in Counter(named).items() if n > 1]
     assert not twice, f"Kafka tests restated twice: {twice}"
     assert REQUIRED <= {cls for cls, _m in named}
