@@ -95,7 +95,7 @@ def test_the_controller_rebalances_by_itself_by_default():
     assert Config().auto_rebalance is True
     auto = explore(FastModel(AUTO), InvariantSuite(AUTO))
     ref = explore_reference(Model(AUTO), InvariantSuite(AUTO))
-    assert (auto.verdict, auto.distinct_states) == (ref.verdict, ref.distinct_states) == ("holds", 1908)
+    assert (auto.verdict, auto.distinct_states) == (ref.verdict, ref.distinct_states) == ("holds", 2061)
     assert auto.coverage["AutoLeaderRebalance"] > 0 and auto.coverage.get("ElectLeaders", 0) == 0
     before, action, after = bfs_until(AUTO, lambda s, a, n: isinstance(a, AutoLeaderRebalance))
     assert after.controller.leader == action.preferred == before.controller.replicas[0]

@@ -367,47 +367,6 @@ def test_oldest_preset_loses_committed_data_with_one_clean_shutdown():
     assert last.broker(3).log == () and last.broker(3).leader == 2
 
 
-# The path these bounds found before issue 29: the leader added the restarted follower 2 back to
-# the ISR on the position 2 fetched in its previous life (offset 1), though 2 had truncated to
-# its HW 0. Kafka before AlterPartition added a follower only inside a fetch
-# (Partition.maybeExpandIsr), at that fetch's offset, so the last step cannot happen.
-OLDEST_RF2_FALSE_PATH = (
-    "Produce(leader=1, record=1)",
-    "Fetch(follower=2, leader=1)",
-    "Fetch(follower=2, leader=1)",
-    "BrokerCrash(broker=2)",
-    "BrokerSessionTimeout(broker=2)",
-    "MetadataUpdate(broker=1)",
-    "BrokerRestart(broker=2)",
-    "AlterPartition(leader=1, isr=(1, 2))",
-)
-
-
-@pytest.mark.parametrize("minisr", [1, 2])
-def test_oldest_preset_rf2_two_clean_restarts_no_isr_shrink(minisr):
-    """KIP-101 at RF 2 on the oldest preset does not happen in the model, and rightly: the
-    follower does truncate to its lagging HW after its restart, but the restart waits for the
-    session timeout that fences it out of the ISR, and it rejoins only in a fetch at or past
-    the leader's HW, with the committed record. The KIP's follower stays in the ISR across its
-    restart, which took a quick bounce the ZooKeeper controller missed (KAFKA-1120, before
-    KIP-380), left out of the model. (Until issue 29 the leader re-added it on the position of
-    its previous life: a false violation, refused now.) The textbook form needs RF 3:
-    test_oldest_preset_loses_committed_data_with_one_clean_shutdown."""
-    bounds = dict(rf=2, minisr=minisr, max_records=1, max_clean_shutdowns=2, max_hard_crashes=0, max_isr_shrinks=0)
-    cfg = Config(protocol=preset("oldest"), **bounds)
-    run = run_check(cfg)
-    assert run.result.verdict == "holds"
-    # Issue 29: 761 (min ISR 1) and 645 (min ISR 2) states until the violation before; the
-    # whole space now, with no ISR addition outside a fetch.
-    assert (run.result.distinct_states, run.result.depth) == ({1: 745, 2: 738}[minisr], 14)
-    model = Model(cfg)
-    s = model.initial_states()[0]
-    for name in OLDEST_RF2_FALSE_PATH[:-1]:
-        (s,) = [n for a, n in model.successors(s) if describe(a) == name]
-    assert s.broker(2).log == () and s.broker(1).views[1] == 1  # the leader's view from before the restart
-    assert not [a for a, _ in model.successors(s) if describe(a) == OLDEST_RF2_FALSE_PATH[-1]]
-
-
 def test_message_lag_drops_healthy_followers_and_time_lag_does_not():
     old = run_check(Config(protocol=_with("isr_lag=messages"), **LAG), reach=("HealthyFollowerShrunk",))
     new = run_check(Config(**LAG))

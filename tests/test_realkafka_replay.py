@@ -121,7 +121,7 @@ def test_the_rolling_restart_scenario_is_a_path_of_the_model(kafkamc_cli, tmp_pa
 
     path = rolling_restart().save(tmp_path / "rr.json")
     r = kafkamc_cli("trace", "replay", path)
-    assert (r.returncode, r.stdout.strip()) == (0, "replayed 32 steps: a real path of the model")
+    assert (r.returncode, r.stdout.strip()) == (0, "replayed 33 steps: a real path of the model")
 
 
 @pytest.mark.kafka
@@ -138,7 +138,7 @@ def test_a_rolling_restart_with_a_preferred_election_follows_the_model(kafkamc_c
     assert "step 8: ControlledShutdown(broker=1)  SIGTERM (controlled shutdown)" in r.stdout
     logs = "logs 1:[r1@e0 r2@e2]; 2:[r1@e0 r2@e2]; 3:[r1@e0 r2@e2]"
     final = f"leader 1 epoch 2 replicas [1, 2, 3] ISR [1, 2, 3] ELR [] up [1, 2, 3] HW 2 | {logs}"
-    assert f"step 32: Fetch(follower=3, leader=1)\n    model: {final}\n    real:  same" in r.stdout
+    assert f"step 33: Fetch(follower=3, leader=1)\n    model: {final}\n    real:  same" in r.stdout
     assert _jvms_of(run) == []
 
 

@@ -62,8 +62,8 @@ CASES = {
     # Issue 16's moves: the pinned configurations of tests/test_controlled_shutdown.py and
     # tests/test_reassignment.py (a broker pool: the codec carries the replica set's changes).
     # 2,070 until issue 29: a broker that leads nothing now stops at once (SHUTDOWN_NOW).
-    "controlled-shutdown": (Config(**CONTROLLED_SHUTDOWN_SMALL), "holds", 1926, 20, 2, 4),
-    "reassignment-four-brokers": (Config(**REASSIGNMENT_SMALL), "holds", 5084, 18, 2, 4),
+    "controlled-shutdown": (Config(**CONTROLLED_SHUTDOWN_SMALL), "holds", 2018, 21, 2, 4),
+    "reassignment-four-brokers": (Config(**REASSIGNMENT_SMALL), "holds", 5499, 18, 2, 4),
     # The rest of the pinned table (tests/test_pinned.py) and the bug zoo (tests/test_protocols.py).
     "two-shutdowns-rf2": (
         Config(rf=2, minisr=2, max_records=1, max_clean_shutdowns=2, max_hard_crashes=0, max_isr_shrinks=1),

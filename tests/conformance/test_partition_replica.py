@@ -79,7 +79,7 @@ def test_reset_replica_state_when_leader_is_reelected_and_replica_is_not_in_sync
     assert not leader.isr & mask(2)
     assert leader.vbepochs[2 - 1] == vbepochs[2 - 1] == 1  # the broker epoch is kept, as in Kafka
     assert views[2 - 1] == 1 and leader.views[2 - 1] == UNKNOWN  # Kafka keeps 1 with its times at 0
-    s = run(CFG, BrokerHeartbeat(2), MetadataUpdate(2), state=s)
+    s = run(CFG, BrokerHeartbeat(2), MetadataUpdate(2), MetadataUpdate(1), state=s)  # 1 sees 2 unfenced
     assert s.broker(2).leo == 1 and not enabled(CFG, s, AlterPartition(1, (1, 2, 3)))
     s = run(CFG, Fetch(2, 1), state=s)
     assert s.broker(1).views[2 - 1] == 1 and enabled(CFG, s, AlterPartition(1, (1, 2, 3)))
