@@ -426,11 +426,13 @@ def bench(as_json, everything, names):
 
 
 # Commands that live in their own modules (traces, graphs, the CI gate).
+from kafkamc.cli import conform as _conform  # noqa: E402
 from kafkamc.cli import gate as _gate  # noqa: E402
 from kafkamc.cli import trace_cli as _trace_cli  # noqa: E402
 
 _trace_cli.register(cli)
 _gate.register(cli)
+_conform.register(cli)
 
 
 def main(argv=None) -> None:

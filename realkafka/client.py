@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kafkamc.checker.spark_cluster import _die_with_parent
-from kafkamc.realkafka import jars
+from kafkamc.realkafka import jars, metadata_log
 
 if TYPE_CHECKING:
     from kafkamc.realkafka.cluster import Cluster
@@ -236,35 +236,15 @@ def reassign(cluster: Cluster, bootstrap: str, topic: str, replicas: list[int] |
         raise RuntimeError(err)
 
 
-def controller_history(cluster: Cluster, topic: str, partition: int = 0) -> list[dict[str, Any]]:
-    """The partition's registrations in the order the controller committed them, read from its
-    metadata log (kafka.tools.DumpLogSegments --cluster-metadata-decoder). A PartitionChangeRecord
-    that names a leader bumps the leader epoch and every change bumps the partition epoch
-    (PartitionRegistration.merge); the other fields are kept unless the record changes them."""
+def metadata_dump(cluster: Cluster) -> str:
+    """The controller's metadata log as kafka.tools.DumpLogSegments --cluster-metadata-decoder prints it."""
     folder = cluster.data_dir(0) / "__cluster_metadata-0"
     segments = sorted(str(p) for p in folder.glob("*.log"))
     tool = jars.first_class(cluster.version, "kafka.tools.DumpLogSegments", "org.apache.kafka.tools.DumpLogSegments")
-    out = _run_java(cluster, tool, ["--cluster-metadata-decoder", "--files", ",".join(segments)])
-    topic_id, state, history = None, None, []
-    for line in out.splitlines():
-        if "payload: " not in line:
-            continue
-        rec = json.loads(line.split("payload: ", 1)[1])
-        kind, data = rec.get("type"), rec.get("data", {})
-        if kind == "TOPIC_RECORD" and data.get("name") == topic:
-            topic_id = data["topicId"]
-        elif data.get("topicId") != topic_id or topic_id is None or data.get("partitionId") != partition:
-            continue
-        elif kind == "PARTITION_RECORD":
-            state = {k: data.get(k) for k in ("leader", "leaderEpoch", "partitionEpoch", "isr", "replicas")}
-            state["elr"] = data.get("eligibleLeaderReplicas") or []
-            history.append(dict(state))
-        elif kind == "PARTITION_CHANGE_RECORD" and state is not None:
-            if data.get("leader", -2) != -2:
-                state["leader"], state["leaderEpoch"] = data["leader"], state["leaderEpoch"] + 1
-            for src, dst in (("isr", "isr"), ("replicas", "replicas"), ("eligibleLeaderReplicas", "elr")):
-                if data.get(src) is not None:
-                    state[dst] = data[src]
-            state["partitionEpoch"] += 1
-            history.append(dict(state))
-    return history
+    return _run_java(cluster, tool, ["--cluster-metadata-decoder", "--files", ",".join(segments)])
+
+
+def controller_history(cluster: Cluster, topic: str, partition: int = 0) -> list[dict[str, Any]]:
+    """The partition's registrations in the order the controller committed them, read from its
+    metadata log (realkafka/metadata_log.py says how the records are read)."""
+    return metadata_log.history(metadata_dump(cluster), topic, partition)

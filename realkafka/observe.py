@@ -61,6 +61,77 @@ class View:
         return out
 
 
+@dataclass(frozen=True)
+class ControllerView:
+    """What the controller's metadata log says of the partition and the brokers, in Kafka's
+    numbering: what trace validation (realkafka/validate.py) matches the model's steps against."""
+
+    leader: int
+    epoch: int
+    pepoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    elr: tuple[int, ...]
+    last_elr: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+    recovering: bool
+    unfenced: tuple[int, ...]  # registered and not fenced
+    shutting: tuple[int, ...]  # unfenced and in controlled shutdown
+
+    def words(self) -> str:
+        extra = "".join(
+            f" {name} {list(getattr(self, name))}"
+            for name in ("last_elr", "adding", "removing", "shutting")
+            if getattr(self, name)
+        )
+        return (
+            f"leader {self.leader} epoch {self.epoch} partition epoch {self.pepoch} replicas {list(self.replicas)} "
+            f"ISR {list(self.isr)} ELR {list(self.elr)} unfenced {list(self.unfenced)}"
+            + extra
+            + (" RECOVERING" if self.recovering else "")
+        )
+
+
+def controller_view(state: State, brokers: tuple[int, ...]) -> ControllerView:
+    """The abstraction function for the controller: model epochs (leader and partition) start at
+    1, Kafka's at 0; the model's registered bitmask is Kafka's unfenced brokers."""
+    c = state.controller
+    return ControllerView(
+        -1 if c.leader == NO_LEADER else c.leader,
+        c.epoch - 1,
+        c.pepoch - 1,
+        tuple(c.replicas),
+        members(c.isr),
+        members(c.elr),
+        members(c.lastelr),
+        members(c.adding),
+        members(c.removing),
+        c.recovering,
+        tuple(b for b in brokers if c.registered >> (b - 1) & 1),
+        tuple(b for b in members(c.shutting & c.registered) if b in brokers),
+    )
+
+
+def batch_view(partition: dict[str, Any], registrations: dict[int, dict[str, bool]], brokers: tuple[int, ...]) -> ControllerView:
+    """The same terms from the metadata log (realkafka/metadata_log.py)."""
+    unfenced = tuple(b for b in brokers if b in registrations and not registrations[b]["fenced"])
+    return ControllerView(
+        int(partition["leader"]),
+        int(partition["leaderEpoch"]),
+        int(partition["partitionEpoch"]),
+        tuple(partition["replicas"]),
+        tuple(sorted(partition["isr"])),
+        tuple(sorted(partition["elr"])),
+        tuple(sorted(partition["lastKnownElr"])),
+        tuple(sorted(partition["adding"])),
+        tuple(sorted(partition["removing"])),
+        bool(partition["recovering"]),
+        unfenced,
+        tuple(b for b in unfenced if registrations[b]["shutdown"]),
+    )
+
+
 def value_of(record: int) -> str:
     return f"r{record}"
 

@@ -3,8 +3,11 @@
 
 KRaft (KIP-631). The broker's heartbeat says wantShutDown, and
 BrokerHeartbeatManager.calculateNextBrokerState decides from the broker's state (the same from
-2.8.0 to 4.1.1). A broker that leads nothing at the controller (hasLeaderships false) gets
-SHUTDOWN_NOW at once: ReplicationControlManager.processBrokerHeartbeat fences it
+2.8.0 to 4.1.1). hasLeaderships asks whether the broker leads any partition of the cluster,
+not only this one, so a broker that does not lead this partition takes either path (it leads
+another one or none; `kafkamc conform` saw the second path on Kafka 4.1.1, a follower marked and
+taken out of the ISR in one batch and fenced in a later one). A broker that leads nothing
+gets SHUTDOWN_NOW at once: ReplicationControlManager.processBrokerHeartbeat fences it
 (handleBrokerFenced: out of the ISR, into the ELR below min ISR) and it stops, one step here. A
 broker that leads moves to CONTROLLED_SHUTDOWN: handleBrokerInControlledShutdown writes its
 BrokerRegistrationChangeRecord (inControlledShutdown) and, through generateLeaderAndIsrUpdates,
@@ -28,10 +31,11 @@ last member), and the broker exits once no partition is left to move, without wa
 other brokers to learn anything.
 
 Simplifications. The metadata offset the controller waits for is read as the partition's leader
-epoch after the change. That identifies the shutdown's record: only a leader enters
-CONTROLLED_SHUTDOWN, and moving its leadership (to another broker or to none) always bumps the
-leader epoch, so a broker that applied that epoch or a later one applied the record (a broker
-applies the metadata log in order). The brokers counted are the live, active replicas: a
+epoch after the change. For this partition's leader that identifies the shutdown's record:
+moving its leadership (to another broker or to none) always bumps the leader epoch, so a broker
+that applied that epoch or a later one applied the record (a broker applies the metadata log in
+order). For a follower that enters CONTROLLED_SHUTDOWN because it leads another partition, the
+epoch does not move and the wait is none (sooner than Kafka). The brokers counted are the live, active replicas: a
 crashed broker that is still registered reported its last offset before it died, which the
 model does not keep, and a broker outside the replica set keeps no metadata of the partition;
 both are taken as caught up, so the model may let a shutdown end sooner than Kafka, never later.
@@ -65,7 +69,7 @@ CONTROLLED_SHUTDOWNS = Bound(
 class ControlledShutdown:
     """The broker asks to shut down; the controller marks it as shutting down, takes it out of
     the ISR and moves its leadership (handleBrokerInControlledShutdown), or, under KRaft, stops
-    it at once if it leads nothing (SHUTDOWN_NOW)."""
+    it at once if it leads no partition at all (SHUTDOWN_NOW)."""
 
     broker: int
 
@@ -90,18 +94,19 @@ def complete_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: in
     return ()
 
 
-def controlled_shutdown(cfg: Config, state: State, a: ControlledShutdown) -> State | None:
+def controlled_shutdown(cfg: Config, state: State, a: ControlledShutdown) -> State | list[State] | None:
     b = a.broker
     c = state.controller
     if not state.broker(b).alive or not c.active & bit(b) or not cfg.allows(state.budget, CONTROLLED_SHUTDOWNS):
         return None
     state = replace(state, budget=state.budget.spend(CONTROLLED_SHUTDOWNS.name))
-    if cfg.rule("controlled_shutdown") == "kraft" and c.leader != b:
-        return shutdown_now(cfg, state, b)  # UNFENCED, no leaderships: SHUTDOWN_NOW
     # Marked first, so that the election skips it; the mark then takes the epoch the change wrote.
-    state = partition_change(cfg, state, with_shutdown(leave_isr(cfg, c, b), b, c.epoch))
-    c = state.controller
-    return replace(state, controller=with_shutdown(c, b, c.epoch))
+    marked = partition_change(cfg, state, with_shutdown(leave_isr(cfg, c, b), b, c.epoch))
+    marked = replace(marked, controller=with_shutdown(marked.controller, b, marked.controller.epoch))
+    if cfg.rule("controlled_shutdown") == "kraft" and c.leader != b:
+        # Leading no partition of the cluster: SHUTDOWN_NOW; leading another: CONTROLLED_SHUTDOWN.
+        return [shutdown_now(cfg, state, b), marked]
+    return marked
 
 
 def may_stop(cfg: Config, state: State, b: int) -> bool:

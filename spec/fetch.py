@@ -67,13 +67,8 @@ def fetch_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) 
 
 
 def stall_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if (
-        br.alive
-        and br.leader not in (NO_LEADER, b)
-        and not br.stalled
-        and c.isr & bit(b)
-        and cfg.allows(u, ISR_SHRINKS)
-    ):
+    following = br.leader not in (NO_LEADER, b) if br.alive else c.leader != b
+    if following and not br.stalled and c.isr & bit(b) and cfg.allows(u, ISR_SHRINKS):
         return (ReplicaStall(b),)
     return ()
 
@@ -181,6 +176,10 @@ def offsets_for_leader_epoch(cfg: Config, state: State, a: OffsetsForLeaderEpoch
 
 def replica_stall(cfg: Config, state: State, a: ReplicaStall) -> State | None:
     """A follower in the ISR goes quiet for longer than replica.lag.time.max.ms; its next fetch ends it.
+    A crashed follower too: the leader sees only that its fetches stopped (Replica.isCaughtUp in
+    Partition.getOutOfSyncReplicas), and with replica.lag.time.max.ms below the time the
+    controller takes to fence it, the leader drops it first (seen on Kafka 4.1.1 by
+    `kafkamc conform`: ISR [2] ELR [3] two seconds after broker 3's SIGKILL, its fence later).
 
     Only useful to the search while an ISR shrink can still happen, so it waits on that budget;
     it spends none, so several followers may stall on the last shrink left, which can drop
@@ -188,10 +187,10 @@ def replica_stall(cfg: Config, state: State, a: ReplicaStall) -> State | None:
     """
     f = a.follower
     fol = state.broker(f)
+    following = fol.leader not in (NO_LEADER, f) if fol.alive else state.controller.leader != f
     if (
-        not fol.alive
-        or fol.stalled
-        or fol.leader in (NO_LEADER, f)
+        fol.stalled
+        or not following
         or not state.controller.isr & bit(f)
         or not cfg.allows(state.budget, ISR_SHRINKS)
     ):

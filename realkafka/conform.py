@@ -1,0 +1,321 @@
+"""`kafkamc conform`: random fault schedules on a real KRaft cluster, checked against the model.
+
+A run starts a cluster with the model's configuration, creates the topic, plays a schedule
+(realkafka/schedule.py) and records what it observes (`Run.events`, in time order):
+
+- what we did: each send, kill, restart, controlled shutdown, election, reassignment, pause and
+  resume, with its time;
+- what the producer was told: each acknowledgement with its offset, each error;
+- at a cut after each step, with every running broker paused: each broker's log (offset, leader
+  epoch and value of each record, from its segment files), its replication-offset-checkpoint
+  and whether its process runs; then, resumed, what a consumer reads;
+- at the end, the controller's metadata log: every batch that changed the partition or a
+  broker's registration, with its time (realkafka/metadata_log.py).
+
+Then it validates the observations against the model (realkafka/validate.py) and checks the
+client's promises directly: every acknowledged write is read at its offset at the end, and no
+record a consumer read disappears from a later read (unless unclean election is on, which
+gives up that promise). Everything is saved in the run's folder: observations.json (schedule
+and events: `kafkamc conform --validate FOLDER` checks them again without Kafka), metadata.txt,
+report.txt, and the cluster's logs and data.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from kafkamc.realkafka import client, validate
+from kafkamc.realkafka.cluster import Cluster, Settings, kraft_cluster
+from kafkamc.realkafka.metadata_log import batches
+from kafkamc.realkafka.observe import ControllerView, batch_view, checkpoint, read_log
+from kafkamc.realkafka.schedule import schedule
+from kafkamc.spec.config import Config
+
+TOPIC = "conform"
+RANK = {"controller": 1, "ack": 2, "refused": 2, "error": 2, "cut": 2}  # commands first at a tie
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The cluster and topic configuration, in the model's terms."""
+
+    rf: int = 3
+    brokers: int = 3
+    minisr: int = 2
+    unclean: bool = False
+    elr: bool = True
+    version: str = "4.1.1"
+
+    def config(self) -> Config:
+        return validate.model_config(self.rf, self.brokers, self.minisr, self.unclean, self.elr)
+
+    def settings(self) -> Settings:
+        # Short timeouts so that a stall shrinks the ISR in seconds and a zombie is fenced in four.
+        # The readers' consumer group needs __consumer_offsets: one partition, not fifty.
+        return Settings(
+            session_timeout_ms=4000,
+            heartbeat_ms=500,
+            replica_lag_ms=2000,
+            elr=self.elr,
+            extra_broker={"offsets.topic.num.partitions": "1"},
+        )
+
+    def words(self) -> str:
+        return (
+            f"Kafka {self.version}, {self.brokers} brokers, RF {self.rf}, min.insync.replicas={self.minisr}, "
+            f"unclean.leader.election.enable={str(self.unclean).lower()}, ELR {'on' if self.elr else 'off'}"
+        )
+
+
+class Run:
+    """One schedule on one cluster; the observations as it goes."""
+
+    def __init__(self, cluster: Cluster, setup: Setup, seed: int, say: Callable[[str], None]):
+        self.c, self.setup, self.say = cluster, setup, say
+        self.rng = random.Random(seed)
+        self.brokers = tuple(range(1, setup.brokers + 1))
+        self.events: list[dict[str, Any]] = []
+        self.reads: list[tuple[float, list[tuple[int, str]]]] = []
+        self.sent = 0
+        self.producer: client.Producer | None = None
+
+    def note(self, kind: str, t: float | None = None, **fields: Any) -> None:
+        self.events.append({"kind": kind, "t": time.time() if t is None else t, **fields})
+
+    def running(self) -> list[int]:
+        return [b for b in self.brokers if self.c.alive(b)]
+
+    def start(self) -> None:
+        client.create_topic(self.c.bootstrap, TOPIC, list(range(1, self.setup.rf + 1)), self.setup.minisr, self.setup.unclean)
+        client.wait_partition(self.c.bootstrap, TOPIC, 1, list(range(1, self.setup.rf + 1)))
+        self.producer = client.Producer(self.c.bootstrap, TOPIC, request_timeout_ms=30000)
+
+    def idle(self, seconds: float) -> None:
+        """Wait, serving the producer's delivery reports."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            assert self.producer is not None
+            self.producer._p.poll(min(0.05, max(0.0, end - time.monotonic())))
+
+    def send(self, wait: float = 3.0) -> None:
+        assert self.producer is not None
+        self.sent += 1
+        ack = self.producer.send(f"r{self.sent}")
+        self.note("send", t=ack.sent, value=ack.value)
+        self.producer.wait(ack, wait)
+
+    def step(self, step: dict[str, Any]) -> None:
+        do, b = step["do"], step.get("broker")
+        s = self.setup.settings()
+        if do == "produce":
+            self.send()
+        elif do == "kill":
+            self.c.kill(b)
+            self.note("kill", broker=b)
+        elif do == "restart":
+            self.note("restart", args=[b])
+            self.c.start(b)
+            self.wait_registered(b)
+        elif do in ("stall", "zombie"):
+            self.note("pause", broker=b)
+            self.c.pause(b)
+            self.send(wait=0.0)
+            self.idle((s.replica_lag_ms * 1.75 if do == "stall" else s.session_timeout_ms + 2000) / 1000)
+            self.c.resume(b)
+            self.note("resume", broker=b)
+        elif do == "shutdown":
+            self.note("shutdown", args=[b])
+            self.c.stop(b, timeout=60)
+        elif do == "elect":
+            self.note("elect")
+            client.elect(self.c, self.c.bootstrap_of(self.running()), TOPIC)
+        elif do == "reassign":
+            self.reassign(step["index"])
+        self.idle(1.5)
+
+    def wait_registered(self, b: int) -> None:
+        try:
+            self.c.wait_brokers([b], timeout=30)
+        except Exception as e:  # observed as it is: the validation sees the registrations
+            self.say(f"  broker {b} not back in the cluster's metadata: {e}")
+
+    def reassign(self, index: int) -> None:
+        replicas = client.describe(self.c.bootstrap_of(self.running()), TOPIC)["replicas"]
+        outside = [b for b in self.brokers if b not in replicas]
+        if not outside:
+            return
+        target = list(replicas)
+        target[index % len(target)] = self.rng.choice(outside)
+        self.note("reassign", args=[target])
+        try:
+            client.reassign(self.c, self.c.bootstrap_of(self.running()), TOPIC, target)
+        except RuntimeError as e:
+            self.say(f"  reassignment to {target} refused: {e}")
+
+    def cut(self) -> None:
+        """Pause every running broker, read the files, resume; then a consumer's read."""
+        paused = self.running()
+        for b in paused:
+            self.c.pause(b)
+        time.sleep(0.05)
+        t = time.time()
+        logs = {b: [[e, v] for _o, e, v in read_log(self.c.partition_dir(b, TOPIC))] for b in self.brokers}
+        ckpts = {b: checkpoint(self.c.data_dir(b) / "replication-offset-checkpoint", TOPIC) or 0 for b in self.brokers}
+        for b in paused:
+            self.c.resume(b)
+        self.note("cut", t=t, logs=logs, checkpoints=ckpts, up=paused)
+        try:
+            self.reads.append((time.time(), client.read_all(self.c.bootstrap_of(paused), TOPIC, timeout=3.0)))
+        except Exception:
+            pass  # no leader to read from: nothing to compare
+
+    def answers(self) -> None:
+        """The producer's answers as observations."""
+        assert self.producer is not None
+        self.producer._p.flush(5)
+        for a in self.producer.acks:
+            if a.offset is not None:
+                self.note("ack", t=a.answered, value=a.value, offset=a.offset)
+            elif a.error == "NOT_ENOUGH_REPLICAS":
+                self.note("refused", t=a.answered, value=a.value)
+            elif a.error is not None:
+                self.note("error", t=a.answered, value=a.value, error=a.error)
+
+    def controller(self, dump: str) -> None:
+        last = None
+        for batch in batches(dump, TOPIC):
+            if batch.partition is None:
+                continue
+            view = batch_view(batch.partition, batch.brokers, self.brokers)
+            if view != last:
+                self.note("controller", t=batch.t, offset=batch.offset, view=view)
+            last = view
+
+
+def promises(setup: Setup, acks: list[dict[str, Any]], reads: list[tuple[float, list]]) -> list[str]:
+    """The client's promises, checked directly: each acknowledged write read at its offset in the
+    last read, and no record read once missing from a later read."""
+    out = []
+    last = dict(reads[-1][1]) if reads else {}
+    for a in acks:
+        if last.get(a["offset"]) != a["value"]:
+            out.append(f"{a['value']} acknowledged at offset {a['offset']} is not read there at the end")
+    for (t1, r1), (t2, r2) in zip(reads, reads[1:]):
+        later = dict(r2)
+        gone = [f"{v}@{o}" for o, v in r1 if later.get(o) != v]
+        if gone:
+            out.append(f"read at {t1:.3f} saw {', '.join(gone)}; the read at {t2:.3f} does not")
+    return out
+
+
+def sorted_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(events, key=lambda e: (e["t"], RANK.get(e["kind"], 0)))
+
+
+def save(folder: Path, setup: Setup, seed: int, faults: int, steps: list, events: list, reads: list) -> None:
+    data = {
+        "setup": asdict(setup),
+        "seed": seed,
+        "faults": faults,
+        "schedule": steps,
+        "events": [e | {"view": asdict(e["view"])} if "view" in e else e for e in events],
+        "reads": reads,
+    }
+    (folder / "observations.json").write_text(json.dumps(data, indent=1))
+
+
+def load(folder: Path) -> tuple[Setup, list[dict[str, Any]], dict[str, Any]]:
+    """A saved run: its setup, its events (controller views rebuilt) and the whole file."""
+    data = json.loads((folder / "observations.json").read_text())
+    events = []
+    for e in data["events"]:
+        if "view" in e:
+            e = e | {"view": ControllerView(**{k: tuple(v) if isinstance(v, list) else v for k, v in e["view"].items()})}
+        events.append(e)
+    return Setup(**data["setup"]), events, data
+
+
+@dataclass
+class Outcome:
+    folder: Path
+    events: int = 0
+    cuts: int = 0
+    faults: int = 0
+    seconds: float = 0.0
+    validation: validate.Validation | None = None
+    broken: list[str] | None = None  # the client's promises that failed
+    interrupted: bool = False
+
+
+def run(setup: Setup, seed: int, faults: int, folder: Path, say: Callable[[str], None] = print) -> Outcome:
+    """One run: schedule, observations, validation, promises. Raises ClusterFailed and
+    JarsMissing when the cluster cannot start (every process it started is stopped)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    steps = schedule(seed, faults, setup.brokers, setup.rf)
+    out = Outcome(folder, faults=faults)
+    start = time.monotonic()
+    with kraft_cluster(setup.version, setup.brokers, setup.settings(), folder=folder / "cluster") as c:
+        r = Run(c, setup, seed, say)
+        try:
+            r.start()
+            for i, step in enumerate(steps):
+                say(f"  {i + 1}/{len(steps)} {step['do']} {step.get('broker', step.get('index', ''))}".rstrip())
+                r.step(step)
+                r.cut()
+        except KeyboardInterrupt:
+            out.interrupted = True
+        finally:
+            r.answers()
+            dump = client.metadata_dump(c)
+    (folder / "metadata.txt").write_text(dump)
+    r.controller(dump)
+    events = sorted_events(r.events)
+    save(folder, setup, seed, faults, steps, events, r.reads)
+    out.seconds = time.monotonic() - start
+    return check(folder, out, say)
+
+
+def check(folder: Path, out: Outcome, say: Callable[[str], None], actions: tuple | None = None) -> Outcome:
+    """Validate a saved run (the model's Next unless `actions` is given) and check the promises."""
+    setup, events, data = load(folder)
+    out.events, out.cuts = len(events), sum(e["kind"] == "cut" for e in events)
+    out.validation = validate.validate(setup.config(), tuple(range(1, setup.rf + 1)), events, actions=actions)
+    acks = [e for e in events if e["kind"] == "ack"]
+    out.broken = promises(setup, acks, [(t, [tuple(x) for x in r]) for t, r in data["reads"]])
+    report(folder, setup, out, events, say)
+    return out
+
+
+def report(folder: Path, setup: Setup, out: Outcome, events: list[dict[str, Any]], say: Callable[[str], None]) -> None:
+    v = out.validation
+    assert v is not None
+    lines = [
+        f"{setup.words()}: {out.events} observations ({out.cuts} cuts, {v.batches} controller batches), "
+        f"validated {v.events} in {v.seconds:.1f} s, at most {v.peak} model states at once"
+        + (f", {v.two_step} batches matched in two model steps" if v.two_step else "")
+    ]
+    if v.discrepancy is not None:
+        d = v.discrepancy
+        lines.append(f"DISCREPANCY at observation {d.index}: {validate.describe_event(d.event)}")
+        lines.append(f"  {d.reason}")
+        lines.append("  consistent model states just before it (up to 5):")
+        lines += [f"    {validate.item_words(i, tuple(range(1, setup.brokers + 1)))}" for i in d.before]
+        lines.append("  the observations around it:")
+        lines += [f"    {j}: {validate.describe_event(e)}" for j, e in enumerate(events) if abs(j - d.index) <= 6]
+    elif v.too_large is not None:
+        lines.append(f"not validated past observation {v.too_large}: more than {validate.MAX_FRONTIER} model states")
+    else:
+        lines.append("consistent: every observation is one the model can make")
+    for p in out.broken or []:
+        allowed = " (allowed: unclean.leader.election.enable=true)" if setup.unclean else ""
+        lines.append(f"PROMISE BROKEN{allowed}: {p}")
+    text = "\n".join(lines)
+    (folder / "report.txt").write_text(text + "\n")
+    for line in lines:
+        say(line)

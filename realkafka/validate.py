@@ -1,0 +1,347 @@
+"""Trace validation: is everything a real cluster did something the model can do?
+
+The run (realkafka/conform.py) records, in time order, what we commanded (sends, kills,
+restarts, controlled shutdowns, elections, reassignments), what the producer was told (an offset
+or an error), the controller's committed batches (realkafka/metadata_log.py) and, at cuts with
+every broker paused, each broker's log and HW checkpoint. The validator keeps the set of model
+states consistent with all of it so far (the frontier) and, for each observation in turn:
+
+- closes the frontier under Kafka's own steps (SILENT: fetches, metadata propagation,
+  AlterPartition, checkpoints, session timeouts, heartbeats) and the commands not yet taken, as
+  long as the controller's view (observe.controller_view) stays the last one observed;
+- a controller batch: keeps the successors, one step on (two when one step cannot: Kafka wrote in
+  one batch what the model takes in two), whose controller view is the batch's;
+- a kill: takes BrokerCrash with the whole log kept (SIGKILL keeps the page cache; the HW comes
+  back from the checkpoint file) in every state;
+- a command: becomes pending; the model may take it at any time from then on, once;
+- an acknowledgement: keeps the states where the record is acknowledged at that offset; a
+  NOT_ENOUGH_REPLICAS answer, those where it was not appended;
+- a cut: keeps the states whose logs and HW checkpoints are the files'.
+
+An empty frontier is a discrepancy: the report names the observation and the states that were
+consistent just before it. Timing never causes one: every time-driven step of the model (a
+stall, a session timeout, a fence) is always allowed, so a discrepancy is a behaviour.
+
+Model record ids are the order of appends; a state carries the value of each (`values`), so a
+send that was never appended leaves no gap. The budget is not part of what is compared (the
+bounds are all lifted), nor the consumer ghosts (nothing here reads them).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from kafkamc.realkafka.observe import ControllerView, controller_view
+from kafkamc.spec import alter_partition as ap
+from kafkamc.spec import broker_lifecycle as lc
+from kafkamc.spec import controlled_shutdown as cs
+from kafkamc.spec import elect_leaders as el
+from kafkamc.spec import fetch as fe
+from kafkamc.spec import metadata as md
+from kafkamc.spec import produce as pr
+from kafkamc.spec import reassignment as ra
+from kafkamc.spec.config import Config
+from kafkamc.spec.model import Model
+from kafkamc.spec.next import BOUNDS, describe
+from kafkamc.spec.protocol import NEWEST, PRESETS
+from kafkamc.spec.state import Budget, Ghost, State, initial_state
+
+# Kafka takes these by itself; the model may take any of them between two observations.
+SILENT = (
+    ap.AlterPartition,
+    ap.HandleAlterPartitionResponse,
+    fe.OffsetsForLeaderEpoch,
+    fe.Fetch,
+    fe.ReplicaStall,
+    md.MetadataUpdate,
+    lc.BrokerSessionTimeout,
+    lc.CheckpointHighWatermarks,
+    lc.ControllerFenceBroker,
+    lc.BrokerHeartbeat,
+    cs.ControlledShutdownComplete,
+)
+UNBOUNDED = 10**6  # every bound lifted: a real run is not bounded by the search's budgets
+MAX_FRONTIER = 400_000  # states kept at once; past it the run cannot be validated (not a discrepancy)
+
+
+def model_config(rf: int, brokers: int, minisr: int, unclean: bool, elr: bool = True) -> Config:
+    """The model of a real cluster: the newest preset (Kafka 4.x), ELR as the cluster was
+    formatted, acks=all, no automatic rebalance (the cluster runs without it: an election is ours)."""
+    protocol = PRESETS[NEWEST] if elr else PRESETS[NEWEST].with_rules(elr="off")
+    return Config(
+        rf=rf,
+        broker_count=brokers,
+        minisr=minisr,
+        unclean=unclean,
+        acks="all",
+        auto_rebalance=False,
+        protocol=protocol,
+        symmetry=False,
+        limits=tuple((b.name, UNBOUNDED) for b in BOUNDS),
+    )
+
+
+class Item(NamedTuple):
+    """A model state, the value of each record id it appended, and the commands it has not taken."""
+
+    state: State
+    values: tuple[str, ...]
+    pending: frozenset
+
+
+def normal(s: State) -> State:
+    """What validation keeps of a state: the budget only as the records appended, the ghost only
+    as what was acknowledged."""
+    return s._replace(budget=Budget.make(records=s.budget.of(pr.RECORDS.name)), ghost=Ghost(acked=s.ghost.acked))
+
+
+@dataclass
+class Discrepancy:
+    index: int  # the observation's position in the run's list
+    event: dict[str, Any]
+    reason: str
+    before: list[Item]  # the states consistent with everything before it (a sample)
+
+
+@dataclass
+class Validation:
+    """What a validation did: observations taken, cuts and batches matched, the largest frontier,
+    batches matched only in two model steps, and the first discrepancy (None: consistent)."""
+
+    events: int = 0
+    cuts: int = 0
+    batches: int = 0
+    two_step: int = 0
+    peak: int = 1
+    seconds: float = 0.0
+    discrepancy: Discrepancy | None = None
+    too_large: int | None = None  # the observation at which the frontier outgrew MAX_FRONTIER
+    frontier: list[Item] = field(default_factory=list)
+
+
+class Validator:
+    def __init__(self, cfg: Config, replicas: tuple[int, ...], actions: tuple | None = None):
+        self.cfg = cfg
+        self.model = Model(cfg, actions, search=False)
+        self.brokers = cfg.brokers
+        self.frontier = [Item(normal(initial_state(cfg.rf, replicas, len(cfg.brokers))), (), frozenset())]
+        self.view = self.cview(self.frontier[0].state)
+
+    def cview(self, s: State) -> ControllerView:
+        return controller_view(s, self.brokers)
+
+    # ---- steps
+
+    def command_steps(self, item: Item, token: tuple) -> Iterable[Item]:
+        """The states a pending command leads to (it is then no longer pending)."""
+        s, values, rest = item.state, item.values, item.pending - {token}
+        kind = token[0]
+        if kind == "produce":
+            k = len(values) + 1
+            for b in self.brokers:
+                for nxt in self.model.unobserved_step(s, pr.Produce(b, k)):
+                    appended = nxt.budget.of(pr.RECORDS.name) > len(values)
+                    yield Item(normal(nxt), values + (token[1],) if appended else values, rest)
+            return
+        for action in self.model.candidates(s):
+            if self.answers(token, action):
+                for nxt in self.model.unobserved_step(s, action):
+                    yield Item(normal(nxt), values, rest)
+
+    @staticmethod
+    def answers(token: tuple, action: object) -> bool:
+        """Whether a model action is the command `token`."""
+        kind = token[0]
+        if kind == "restart":
+            return isinstance(action, lc.BrokerRestart) and action.broker == token[1]
+        if kind == "shutdown":
+            return isinstance(action, cs.ControlledShutdown) and action.broker == token[1]
+        if kind == "elect":
+            return isinstance(action, el.ElectLeaders)
+        if kind == "reassign":
+            return isinstance(action, ra.AlterPartitionReassignments) and tuple(action.target) == tuple(token[1])
+        if kind == "cancel":
+            return isinstance(action, ra.CancelPartitionReassignment)
+        return False
+
+    def successors(self, item: Item) -> Iterable[Item]:
+        s = item.state
+        for action in self.model.candidates(s):
+            if isinstance(action, SILENT):
+                for nxt in self.model.unobserved_step(s, action):
+                    yield Item(normal(nxt), item.values, item.pending)
+        for token in item.pending:
+            yield from self.command_steps(item, token)
+
+    def closure(self, items: Iterable[Item]) -> list[Item]:
+        """Every item reachable by steps that leave the controller's view as last observed."""
+        seen = set(items)
+        todo = list(seen)
+        while todo:
+            item = todo.pop()
+            for nxt in self.successors(item):
+                if nxt not in seen and self.cview(nxt.state) == self.view:
+                    seen.add(nxt)
+                    todo.append(nxt)
+                    if len(seen) > MAX_FRONTIER:
+                        raise OverflowError(len(seen))
+        return list(seen)
+
+    # ---- observations
+
+    def batch(self, items: list[Item], view: ControllerView) -> tuple[list[Item], int]:
+        """The items one step on whose controller view is `view` (two steps if none is): and how
+        many steps it took."""
+        transit: set[Item] = set()
+        out: set[Item] = set()
+        for item in items:
+            for nxt in self.successors(item):
+                v = self.cview(nxt.state)
+                if v == view:
+                    out.add(nxt)
+                elif v != self.view:
+                    transit.add(nxt)
+        if out:
+            return list(out), 1
+        for item in transit:
+            for nxt in self.successors(item):
+                if self.cview(nxt.state) == view:
+                    out.add(nxt)
+        return list(out), 2
+
+    def observe(self, event: dict[str, Any]) -> str | None:
+        """Take one observation; the reason when nothing in the model is consistent with it."""
+        kind = event["kind"]
+        if kind in ("send", "restart", "shutdown", "elect", "reassign", "cancel"):
+            token = ("produce", event["value"]) if kind == "send" else (kind, *event.get("args", ()))
+            self.frontier = [i._replace(pending=i.pending | {token}) for i in self.frontier]
+            return None
+        if kind in ("pause", "resume", "error"):
+            return None  # the model's stalls and fences are always allowed; nothing to match
+        items = self.closure(self.frontier)
+        if kind == "controller":
+            view: ControllerView = event["view"]
+            if view == self.view:
+                return None
+            matched, steps = self.batch(items, view)
+            if not matched:
+                return f"no model step leads to the controller's {view.words()}"
+            self.frontier, self.view = matched, view
+            return "two" if steps == 2 else None
+        if kind == "kill":
+            b = event["broker"]
+            out = []
+            for i in items:
+                keep = i.state.broker(b).leo
+                out += [Item(normal(n), i.values, i.pending) for n in self.model.unobserved_step(i.state, lc.BrokerCrash(b, keep))]
+            self.frontier = [i for i in set(out) if self.cview(i.state) == self.view]
+            return None if self.frontier else f"broker {event['broker']} cannot crash in any consistent state"
+        test = self.filter_for(event)
+        self.frontier = [i for i in items if test(i)]
+        return None if self.frontier else f"no consistent state has {describe_event(event)}"
+
+    def filter_for(self, event: dict[str, Any]) -> Callable[[Item], bool]:
+        kind = event["kind"]
+        if kind == "ack":
+            value, offset = event["value"], event["offset"]
+
+            def acked(i: Item) -> bool:
+                if value not in i.values:
+                    return False
+                k = i.values.index(value) + 1
+                return bool(i.state.ghost.acked >> (k - 1) & 1) and any(
+                    len(br.log) > offset and br.log[offset][1] == k for br in i.state.brokers
+                )
+
+            return acked
+        if kind == "refused":  # NOT_ENOUGH_REPLICAS: checked before the append
+            return lambda i: event["value"] not in i.values and ("produce", event["value"]) not in i.pending
+        if kind == "cut":
+            logs = {int(b): [tuple(r) for r in log] for b, log in event["logs"].items()}
+            hws = {int(b): hw for b, hw in event["checkpoints"].items()}
+
+            def same(i: Item) -> bool:
+                for b in self.brokers:
+                    br = i.state.broker(b)
+                    if [(e - 1, i.values[r - 1]) for e, r in br.log] != logs.get(b, []):
+                        return False
+                    if b in hws and br.checkpoint_hw != hws[b]:
+                        return False
+                return True
+
+            return same if "up" not in event else lambda i: same(i) and all(
+                i.state.broker(b).alive == (b in event["up"]) for b in self.brokers
+            )
+        raise ValueError(f"unknown observation {kind}")
+
+
+def describe_event(event: dict[str, Any]) -> str:
+    kind = event["kind"]
+    if kind == "ack":
+        return f"{event['value']} acknowledged at offset {event['offset']}"
+    if kind == "refused":
+        return f"{event['value']} refused with NOT_ENOUGH_REPLICAS"
+    if kind == "cut":
+        logs = "; ".join(f"{b}:[{' '.join(f'{v}@e{e}' for e, v in log)}]" for b, log in event["logs"].items())
+        return f"the logs {logs} and HW checkpoints {event['checkpoints']}"
+    if kind == "controller":
+        return f"controller: {event['view'].words()}"
+    args = " ".join(str(a) for a in event.get("args", ()))
+    return f"{kind} {event.get('broker', '')}{event.get('value', '')}{args}".strip()
+
+
+def item_words(item: Item, brokers: tuple[int, ...]) -> str:
+    """A model state in the terms the observations use."""
+    s = item.state
+    parts = []
+    for b in brokers:
+        br = s.broker(b)
+        log = " ".join(f"{item.values[r - 1]}@e{e - 1}" for e, r in br.log)
+        status = "up" if br.alive else "down"
+        parts.append(f"{b}:{status} leader {br.leader} epoch {br.epoch - 1} HW {br.hw} ckpt {br.checkpoint_hw} [{log}]")
+    pending = ", ".join(" ".join(map(str, t)) for t in sorted(item.pending, key=str))
+    view = controller_view(s, brokers).words()
+    return f"{view} | " + " | ".join(parts) + (f" | pending: {pending}" if pending else "")
+
+
+def validate(
+    cfg: Config,
+    replicas: tuple[int, ...],
+    events: list[dict[str, Any]],
+    echo: Callable[[str], None] | None = None,
+    actions: tuple | None = None,
+) -> Validation:
+    """Validate a run's observations, sorted by time, the first the topic's creation batch."""
+    start = time.monotonic()
+    v = Validator(cfg, replicas, actions)
+    out = Validation()
+    for index, event in enumerate(events):
+        before = v.frontier
+        try:
+            if index == 0 and event["view"] != v.view:
+                reason: str | None = f"the topic was created as {event['view'].words()}, the model starts at {v.view.words()}"
+            else:
+                reason = v.observe(event)
+        except OverflowError:
+            out.too_large = index
+            break
+        out.events += 1
+        out.cuts += event["kind"] == "cut"
+        out.batches += event["kind"] == "controller"
+        if reason == "two":
+            out.two_step += 1
+        elif reason is not None:
+            out.discrepancy = Discrepancy(index, event, reason, before[:5])
+            break
+        out.peak = max(out.peak, len(v.frontier))
+        if echo:
+            echo(f"{index:4} {describe_event(event)}: {len(v.frontier)} states")
+    out.seconds = time.monotonic() - start
+    out.frontier = v.frontier
+    return out
+
+
+__all__ = ["SILENT", "Validation", "Validator", "describe", "model_config", "validate"]

@@ -1,0 +1,241 @@
+"""Trace validation (realkafka/validate.py) on a recorded real run, and its parts.
+
+tests/data/conform/rf3-minisr2-seed2.json is what `kafkamc conform --rf 3 --minisr 2 --seed 2
+--faults 30` observed on Kafka 4.1.1 (one run; the file is its observations.json): 201
+observations, 46 cuts. The model validates it; three mutants of the model do not, each at the
+observation where the real cluster did what the mutant cannot. Two of the mutants are the model
+as it was before trace validation found its deviations (a crashed follower could not be dropped
+from the ISR by the leader's lag check; a follower's controlled shutdown always went straight
+to SHUTDOWN_NOW), the third breaks a step on purpose (a follower's fetch ignores the leader's HW).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from kafkamc.cli.main import cli
+from kafkamc.realkafka import validate
+from kafkamc.realkafka.conform import Setup, load, promises
+from kafkamc.realkafka.metadata_log import batches
+from kafkamc.realkafka.observe import batch_view, controller_view
+from kafkamc.realkafka.schedule import schedule
+from kafkamc.spec import controlled_shutdown as cs
+from kafkamc.spec import fetch as fe
+from kafkamc.spec.next import NEXT
+from kafkamc.spec.state import initial_state
+
+RUN = Path(__file__).parent / "data" / "conform" / "rf3-minisr2-seed2.json"
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("run")
+    (folder / "observations.json").write_text(RUN.read_text())
+    setup, events, _data = load(folder)
+    return folder, setup, events
+
+
+def mutant(name: str, **changes) -> tuple:
+    return tuple(dataclasses.replace(a, **changes) if a.name == name else a for a in NEXT)
+
+
+def alive_only_stall(cfg, c, br, u, b):
+    return fe.stall_candidates(cfg, c, br, u, b) if br.alive else ()
+
+
+def follower_ignores_hw(cfg, state, a):
+    out = fe.fetch(cfg, state, a)
+    if out is None:
+        return None
+    f, before = out.broker(a.follower), state.broker(a.follower)
+    return out.with_broker(a.follower, dataclasses.replace(f, hw=min(before.hw, f.leo)))
+
+
+def shutdown_now_only(cfg, state, a):
+    out = cs.controlled_shutdown(cfg, state, a)
+    return out[0] if isinstance(out, list) else out
+
+
+def test_the_model_validates_the_recorded_run(recorded):
+    _folder, setup, events = recorded
+    v = validate.validate(setup.config(), (1, 2, 3), events)
+    assert v.discrepancy is None and v.too_large is None
+    assert (v.events, v.cuts, v.batches, v.two_step) == (201, 46, 56, 0)
+    assert v.peak == 2984  # the most model states consistent with the observations at once
+    last_cut = [e for e in events if e["kind"] == "cut"][-1]
+    assert last_cut["logs"]["1"][-1] == [7, "r27"]  # the last record appended, in leader epoch 7
+    assert {i.values[-1] for i in v.frontier} == {"r27"}
+
+
+@pytest.mark.parametrize(
+    "name,actions,index,reason",
+    [
+        (
+            "a crashed follower never stalls",
+            mutant("ReplicaStall", candidates=alive_only_stall),
+            126,
+            "no model step leads to the controller's leader 1 epoch 6 partition epoch 22 replicas [1, 2, 3] "
+            "ISR [1, 3] ELR [] unfenced [1, 2, 3]",
+        ),
+        (
+            "a follower's fetch ignores the HW",
+            mutant("Fetch", step=follower_ignores_hw),
+            7,
+            "no consistent state has the logs 1:[r1@e0]; 2:[r1@e0]; 3:[r1@e0] and HW checkpoints "
+            "{'1': 1, '2': 1, '3': 1}",
+        ),
+        (
+            "a follower's controlled shutdown is always SHUTDOWN_NOW",
+            mutant("ControlledShutdown", step=shutdown_now_only),
+            174,
+            "no model step leads to the controller's leader 1 epoch 6 partition epoch 34 replicas [1, 2, 3] "
+            "ISR [1, 3] ELR [] unfenced [1, 2, 3] shutting [2]",
+        ),
+    ],
+)
+def test_a_mutant_fails_where_the_cluster_did_what_it_cannot(recorded, name, actions, index, reason):
+    _folder, setup, events = recorded
+    v = validate.validate(setup.config(), (1, 2, 3), events, actions=actions)
+    assert v.discrepancy is not None, name
+    assert (v.discrepancy.index, v.discrepancy.reason) == (index, reason)
+    assert v.discrepancy.before  # the states consistent just before it are kept for the report
+
+
+def test_the_report_of_a_saved_run_and_its_exit_status(recorded):
+    folder, _setup, _events = recorded
+    result = CliRunner().invoke(cli, ["conform", "--validate", str(folder)], standalone_mode=False)
+    assert result.exit_code == 0 and result.return_value == 0
+    assert result.output.splitlines() == [
+        "Kafka 4.1.1, 3 brokers, RF 3, min.insync.replicas=2, unclean.leader.election.enable=false, ELR on: "
+        f"201 observations (46 cuts, 56 controller batches), validated 201 in {_seconds(folder)} s, "
+        "at most 2984 model states at once",
+        "consistent: every observation is one the model can make",
+    ]
+
+
+def _seconds(folder: Path) -> str:
+    return (folder / "report.txt").read_text().split(" validated 201 in ")[1].split(" s,")[0]
+
+
+def test_a_discrepancy_is_reported_with_the_states_before_it(recorded, tmp_path):
+    data = json.loads(RUN.read_text())
+    # Change what the controller wrote at its second batch: a leader epoch no step can reach.
+    index = [i for i, e in enumerate(data["events"]) if e["kind"] == "controller"][1]
+    data["events"][index]["view"]["epoch"] = 9
+    (tmp_path / "observations.json").write_text(json.dumps(data))
+    result = CliRunner().invoke(cli, ["conform", "--validate", str(tmp_path)], standalone_mode=False)
+    assert result.return_value == 1
+    lines = result.output.splitlines()
+    assert lines[1].startswith(f"DISCREPANCY at observation {index}: controller: leader")
+    assert " epoch 9 partition epoch " in lines[1]
+    assert lines[3] == "  consistent model states just before it (up to 5):"
+    assert (tmp_path / "report.txt").read_text() == result.output
+
+
+def test_cut_filters_logs_checkpoints_and_processes():
+    cfg = validate.model_config(3, 3, 2, False)
+    v = validate.Validator(cfg, (1, 2, 3))
+    empty = {str(b): [] for b in (1, 2, 3)}
+    cut = {"kind": "cut", "logs": empty, "checkpoints": {"1": 0, "2": 0, "3": 0}, "up": [1, 2, 3]}
+    assert v.observe(cut) is None
+    assert v.observe({**cut, "up": [1, 2]}) == "no consistent state has " + validate.describe_event({**cut, "up": [1, 2]})
+    v = validate.Validator(cfg, (1, 2, 3))
+    assert v.observe({"kind": "send", "value": "r1"}) is None
+    assert v.observe({"kind": "ack", "value": "r1", "offset": 0}) is None
+    assert all(i.values == ("r1",) and i.state.ghost.acked == 1 for i in v.frontier)
+    assert v.observe({"kind": "ack", "value": "r1", "offset": 1}) is not None
+
+
+def test_metadata_log_batches_merge_one_events_records():
+    def line(offset, ms, payload):
+        return f"| offset: {offset} CreateTime: {ms} keySize: -1 payload: {json.dumps(payload)}"
+
+    def header(offset, ms):
+        return f"baseOffset: {offset} lastOffset: {offset} count: 1 CreateTime: {ms} size: 1"
+
+    reg = {"type": "REGISTER_BROKER_RECORD", "data": {"brokerId": 1, "brokerEpoch": 5, "fenced": False}}
+    topic = {"type": "TOPIC_RECORD", "data": {"name": "t", "topicId": "X"}}
+    part = {
+        "type": "PARTITION_RECORD",
+        "data": {"partitionId": 0, "topicId": "X", "replicas": [1], "isr": [1], "leader": 1, "leaderEpoch": 0, "partitionEpoch": 0},
+    }
+    change = {"type": "PARTITION_CHANGE_RECORD", "data": {"partitionId": 0, "topicId": "X", "isr": [], "leader": -1}}
+    fence = {"type": "BROKER_REGISTRATION_CHANGE_RECORD", "data": {"brokerId": 1, "brokerEpoch": 5, "fenced": 1}}
+    dump = "\n".join(
+        [header(0, 100), line(0, 100, reg), header(1, 200), line(1, 200, topic), line(2, 200, part)]
+        + [header(3, 300), line(3, 300, change), header(4, 300), line(4, 300, fence)]  # one event, two batches
+    )
+    got = [(b.t, b.partition and (b.partition["leader"], b.partition["leaderEpoch"]), b.brokers) for b in batches(dump, "t")]
+    assert got == [
+        (0.1, None, {1: {"fenced": False, "shutdown": False}}),
+        (0.2, (1, 0), {1: {"fenced": False, "shutdown": False}}),
+        (0.3, (-1, 1), {1: {"fenced": True, "shutdown": False}}),
+    ]
+    last = batches(dump, "t")[-1]
+    view = batch_view(last.partition, last.brokers, (1,))
+    assert (view.leader, view.epoch, view.pepoch, view.isr, view.unfenced) == (-1, 1, 1, (), ())
+
+
+def test_the_abstraction_maps_the_initial_state_onto_a_new_topic():
+    view = controller_view(initial_state(3, (1, 2, 3), 3), (1, 2, 3))
+    assert view.words() == "leader 1 epoch 0 partition epoch 0 replicas [1, 2, 3] ISR [1, 2, 3] ELR [] unfenced [1, 2, 3]"
+
+
+def test_a_schedule_is_its_seed():
+    assert schedule(2, 30, 3, 3) == schedule(2, 30, 3, 3)
+    assert schedule(2, 30, 3, 3) != schedule(3, 30, 3, 3)
+    steps = schedule(2, 30, 3, 3)
+    assert sum(s["do"] != "produce" for s in steps) >= 30 and steps[-1] == {"do": "produce"}
+    assert [s["do"] for s in steps[:6]] == ["elect", "elect", "produce", "produce", "zombie", "zombie"]
+    down = set()
+    for s in schedule(random.Random(0).randrange(100), 60, 4, 3):  # at most rf - 1 down, all back at the end
+        if s["do"] in ("kill", "shutdown"):
+            down.add(s["broker"])
+        elif s["do"] == "restart":
+            down.remove(s["broker"])
+        assert len(down) <= 2
+    assert not down
+
+
+def test_promises_report_a_lost_acknowledged_write_and_a_vanished_read():
+    acks = [{"value": "r1", "offset": 0}, {"value": "r2", "offset": 1}]
+    reads = [(1.0, [(0, "r1"), (1, "r2")]), (2.0, [(0, "r1")])]
+    assert promises(Setup(), acks, reads) == [
+        "r2 acknowledged at offset 1 is not read there at the end",
+        "read at 1.000 saw r2@1; the read at 2.000 does not",
+    ]
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--minisr", "4"], "--minisr must be between 1 and --rf (got 4)"),
+        (["--rf", "3", "--brokers", "2"], "--rf must be 1 to 5 and --brokers between --rf and 5 (got 3, 2)"),
+        (["--faults", "0"], "--faults and --runs must be at least 1"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, message):
+    from kafkamc.cli.main import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["conform", *args])
+    assert e.value.code == 2
+    assert message
+
+
+def test_the_output_folder_is_checked_before_any_process_starts(tmp_path, capsys):
+    from kafkamc.cli.main import main
+
+    (tmp_path / "x").write_text("")
+    with pytest.raises(SystemExit) as e:
+        main(["conform", "--out", str(tmp_path)])
+    assert e.value.code == 2
+    assert capsys.readouterr().err == f"kafkamc: error: --out {tmp_path} must be a new or empty folder\n"
+    with pytest.raises(SystemExit):
+        main(["conform", "--validate", str(tmp_path)])
+    assert capsys.readouterr().err == f"kafkamc: error: {tmp_path} holds no observations.json\n"
