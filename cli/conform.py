@@ -78,6 +78,8 @@ def register(cli) -> None:
                 outcomes.append(cf.run(setup, seed + n, faults, where, click.echo))
                 if outcomes[-1].interrupted:
                     break
+            if len(outcomes) > 1:
+                _summary(outcomes)
         except (ClusterFailed, jars.JarsMissing) as e:
             raise UsageProblem(f"the cluster did not start: {str(e).splitlines()[0]} (logs in {folder})") from None
         except KeyboardInterrupt:
@@ -86,12 +88,17 @@ def register(cli) -> None:
         return _verdict(outcomes)
 
 
+def _summary(outcomes: list) -> None:
+    consistent = sum(o.validation is not None and o.validation.discrepancy is None for o in outcomes)
+    click.echo(
+        f"{len(outcomes)} runs: {consistent} consistent with the model, "
+        f"{sum(o.events for o in outcomes)} observations, {sum(o.cuts for o in outcomes)} cuts, "
+        f"{sum(o.seconds for o in outcomes) / len(outcomes):.0f} s per run"
+    )
+
+
 def _verdict(outcomes: list) -> int:
-    bad = [
-        o
-        for o in outcomes
-        if (o.validation and o.validation.discrepancy) or (o.broken and not _allowed(o))
-    ]
+    bad = [o for o in outcomes if (o.validation and o.validation.discrepancy) or (o.broken and not _allowed(o))]
     if bad:
         return EXIT_VIOLATED
     if any(o.interrupted or (o.validation and o.validation.too_large is not None) for o in outcomes):

@@ -92,7 +92,9 @@ class Run:
         return [b for b in self.brokers if self.c.alive(b)]
 
     def start(self) -> None:
-        client.create_topic(self.c.bootstrap, TOPIC, list(range(1, self.setup.rf + 1)), self.setup.minisr, self.setup.unclean)
+        client.create_topic(
+            self.c.bootstrap, TOPIC, list(range(1, self.setup.rf + 1)), self.setup.minisr, self.setup.unclean
+        )
         client.wait_partition(self.c.bootstrap, TOPIC, 1, list(range(1, self.setup.rf + 1)))
         self.producer = client.Producer(self.c.bootstrap, TOPIC, request_timeout_ms=30000)
 
@@ -111,7 +113,7 @@ class Run:
         self.producer.wait(ack, wait)
 
     def step(self, step: dict[str, Any]) -> None:
-        do, b = step["do"], step.get("broker")
+        do, b = step["do"], int(step.get("broker", 0))
         s = self.setup.settings()
         if do == "produce":
             self.send()
@@ -166,7 +168,13 @@ class Run:
         time.sleep(0.05)
         t = time.time()
         logs = {b: [[e, v] for _o, e, v in read_log(self.c.partition_dir(b, TOPIC))] for b in self.brokers}
-        ckpts = {b: checkpoint(self.c.data_dir(b) / "replication-offset-checkpoint", TOPIC) or 0 for b in self.brokers}
+        # A checkpoint entry means something only beside the replica it is for: a broker that
+        # deleted its replica (a reassignment moved it) may never write that file again.
+        ckpts = {
+            b: checkpoint(self.c.data_dir(b) / "replication-offset-checkpoint", TOPIC) or 0
+            for b in self.brokers
+            if self.c.partition_dir(b, TOPIC).exists()
+        }
         for b in paused:
             self.c.resume(b)
         self.note("cut", t=t, logs=logs, checkpoints=ckpts, up=paused)
@@ -236,7 +244,8 @@ def load(folder: Path) -> tuple[Setup, list[dict[str, Any]], dict[str, Any]]:
     events = []
     for e in data["events"]:
         if "view" in e:
-            e = e | {"view": ControllerView(**{k: tuple(v) if isinstance(v, list) else v for k, v in e["view"].items()})}
+            fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in e["view"].items()}
+            e = e | {"view": ControllerView(**fields)}
         events.append(e)
     return Setup(**data["setup"]), events, data
 
@@ -251,6 +260,8 @@ class Outcome:
     validation: validate.Validation | None = None
     broken: list[str] | None = None  # the client's promises that failed
     interrupted: bool = False
+    steps: int = 0  # schedule steps played
+    scheduled: int = 0
 
 
 def run(setup: Setup, seed: int, faults: int, folder: Path, say: Callable[[str], None] = print) -> Outcome:
@@ -258,7 +269,7 @@ def run(setup: Setup, seed: int, faults: int, folder: Path, say: Callable[[str],
     JarsMissing when the cluster cannot start (every process it started is stopped)."""
     folder.mkdir(parents=True, exist_ok=True)
     steps = schedule(seed, faults, setup.brokers, setup.rf)
-    out = Outcome(folder, faults=faults)
+    out = Outcome(folder, faults=faults, scheduled=len(steps))
     start = time.monotonic()
     with kraft_cluster(setup.version, setup.brokers, setup.settings(), folder=folder / "cluster") as c:
         r = Run(c, setup, seed, say)
@@ -268,8 +279,10 @@ def run(setup: Setup, seed: int, faults: int, folder: Path, say: Callable[[str],
                 say(f"  {i + 1}/{len(steps)} {step['do']} {step.get('broker', step.get('index', ''))}".rstrip())
                 r.step(step)
                 r.cut()
+                out.steps = i + 1
         except KeyboardInterrupt:
             out.interrupted = True
+            say(f"interrupted after {out.steps} of {len(steps)} steps: validating what was observed")
         finally:
             r.answers()
             dump = client.metadata_dump(c)
@@ -315,6 +328,10 @@ def report(folder: Path, setup: Setup, out: Outcome, events: list[dict[str, Any]
     for p in out.broken or []:
         allowed = " (allowed: unclean.leader.election.enable=true)" if setup.unclean else ""
         lines.append(f"PROMISE BROKEN{allowed}: {p}")
+    if out.interrupted:
+        lines.append(
+            f"interrupted after {out.steps} of {out.scheduled} steps: observations, report and logs in {folder}"
+        )
     text = "\n".join(lines)
     (folder / "report.txt").write_text(text + "\n")
     for line in lines:

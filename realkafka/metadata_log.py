@@ -73,7 +73,7 @@ def _apply_partition(state: dict[str, Any] | None, kind: str, data: dict[str, An
 
 
 def _apply_broker(brokers: dict[int, dict[str, bool]], kind: str, data: dict[str, Any]) -> None:
-    b = data.get("brokerId", data.get("id"))
+    b = int(data.get("brokerId", data.get("id", -1)))
     if kind == "REGISTER_BROKER_RECORD":
         brokers[b] = {"fenced": bool(data.get("fenced", True)), "shutdown": bool(data.get("inControlledShutdown"))}
     elif kind == "UNREGISTER_BROKER_RECORD":

@@ -113,7 +113,9 @@ def controller_view(state: State, brokers: tuple[int, ...]) -> ControllerView:
     )
 
 
-def batch_view(partition: dict[str, Any], registrations: dict[int, dict[str, bool]], brokers: tuple[int, ...]) -> ControllerView:
+def batch_view(
+    partition: dict[str, Any], registrations: dict[int, dict[str, bool]], brokers: tuple[int, ...]
+) -> ControllerView:
     """The same terms from the metadata log (realkafka/metadata_log.py)."""
     unfenced = tuple(b for b in brokers if b in registrations and not registrations[b]["fenced"])
     return ControllerView(

@@ -216,7 +216,8 @@ class Validator:
         """Take one observation; the reason when nothing in the model is consistent with it."""
         kind = event["kind"]
         if kind in ("send", "restart", "shutdown", "elect", "reassign", "cancel"):
-            token = ("produce", event["value"]) if kind == "send" else (kind, *event.get("args", ()))
+            args = tuple(tuple(a) if isinstance(a, list) else a for a in event.get("args", ()))
+            token = ("produce", event["value"]) if kind == "send" else (kind, *args)
             self.frontier = [i._replace(pending=i.pending | {token}) for i in self.frontier]
             return None
         if kind in ("pause", "resume", "error"):
@@ -236,7 +237,10 @@ class Validator:
             out = []
             for i in items:
                 keep = i.state.broker(b).leo
-                out += [Item(normal(n), i.values, i.pending) for n in self.model.unobserved_step(i.state, lc.BrokerCrash(b, keep))]
+                out += [
+                    Item(normal(n), i.values, i.pending)
+                    for n in self.model.unobserved_step(i.state, lc.BrokerCrash(b, keep))
+                ]
             self.frontier = [i for i in set(out) if self.cview(i.state) == self.view]
             return None if self.frontier else f"broker {event['broker']} cannot crash in any consistent state"
         test = self.filter_for(event)
@@ -272,8 +276,10 @@ class Validator:
                         return False
                 return True
 
-            return same if "up" not in event else lambda i: same(i) and all(
-                i.state.broker(b).alive == (b in event["up"]) for b in self.brokers
+            return (
+                same
+                if "up" not in event
+                else lambda i: same(i) and all(i.state.broker(b).alive == (b in event["up"]) for b in self.brokers)
             )
         raise ValueError(f"unknown observation {kind}")
 
@@ -322,7 +328,9 @@ def validate(
         before = v.frontier
         try:
             if index == 0 and event["view"] != v.view:
-                reason: str | None = f"the topic was created as {event['view'].words()}, the model starts at {v.view.words()}"
+                reason: str | None = (
+                    f"the topic was created as {event['view'].words()}, the model starts at {v.view.words()}"
+                )
             else:
                 reason = v.observe(event)
         except OverflowError:

@@ -188,11 +188,6 @@ def replica_stall(cfg: Config, state: State, a: ReplicaStall) -> State | None:
     f = a.follower
     fol = state.broker(f)
     following = fol.leader not in (NO_LEADER, f) if fol.alive else state.controller.leader != f
-    if (
-        fol.stalled
-        or not following
-        or not state.controller.isr & bit(f)
-        or not cfg.allows(state.budget, ISR_SHRINKS)
-    ):
+    if fol.stalled or not following or not state.controller.isr & bit(f) or not cfg.allows(state.budget, ISR_SHRINKS):
         return None
     return state.with_broker(f, replace(fol, stalled=True))

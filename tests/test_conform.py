@@ -143,7 +143,9 @@ def test_cut_filters_logs_checkpoints_and_processes():
     empty = {str(b): [] for b in (1, 2, 3)}
     cut = {"kind": "cut", "logs": empty, "checkpoints": {"1": 0, "2": 0, "3": 0}, "up": [1, 2, 3]}
     assert v.observe(cut) is None
-    assert v.observe({**cut, "up": [1, 2]}) == "no consistent state has " + validate.describe_event({**cut, "up": [1, 2]})
+    assert v.observe({**cut, "up": [1, 2]}) == "no consistent state has " + validate.describe_event(
+        {**cut, "up": [1, 2]}
+    )
     v = validate.Validator(cfg, (1, 2, 3))
     assert v.observe({"kind": "send", "value": "r1"}) is None
     assert v.observe({"kind": "ack", "value": "r1", "offset": 0}) is None
@@ -162,7 +164,15 @@ def test_metadata_log_batches_merge_one_events_records():
     topic = {"type": "TOPIC_RECORD", "data": {"name": "t", "topicId": "X"}}
     part = {
         "type": "PARTITION_RECORD",
-        "data": {"partitionId": 0, "topicId": "X", "replicas": [1], "isr": [1], "leader": 1, "leaderEpoch": 0, "partitionEpoch": 0},
+        "data": {
+            "partitionId": 0,
+            "topicId": "X",
+            "replicas": [1],
+            "isr": [1],
+            "leader": 1,
+            "leaderEpoch": 0,
+            "partitionEpoch": 0,
+        },
     }
     change = {"type": "PARTITION_CHANGE_RECORD", "data": {"partitionId": 0, "topicId": "X", "isr": [], "leader": -1}}
     fence = {"type": "BROKER_REGISTRATION_CHANGE_RECORD", "data": {"brokerId": 1, "brokerEpoch": 5, "fenced": 1}}
@@ -170,7 +180,10 @@ def test_metadata_log_batches_merge_one_events_records():
         [header(0, 100), line(0, 100, reg), header(1, 200), line(1, 200, topic), line(2, 200, part)]
         + [header(3, 300), line(3, 300, change), header(4, 300), line(4, 300, fence)]  # one event, two batches
     )
-    got = [(b.t, b.partition and (b.partition["leader"], b.partition["leaderEpoch"]), b.brokers) for b in batches(dump, "t")]
+    got = [
+        (b.t, b.partition and (b.partition["leader"], b.partition["leaderEpoch"]), b.brokers)
+        for b in batches(dump, "t")
+    ]
     assert got == [
         (0.1, None, {1: {"fenced": False, "shutdown": False}}),
         (0.2, (1, 0), {1: {"fenced": False, "shutdown": False}}),
@@ -183,7 +196,9 @@ def test_metadata_log_batches_merge_one_events_records():
 
 def test_the_abstraction_maps_the_initial_state_onto_a_new_topic():
     view = controller_view(initial_state(3, (1, 2, 3), 3), (1, 2, 3))
-    assert view.words() == "leader 1 epoch 0 partition epoch 0 replicas [1, 2, 3] ISR [1, 2, 3] ELR [] unfenced [1, 2, 3]"
+    assert (
+        view.words() == "leader 1 epoch 0 partition epoch 0 replicas [1, 2, 3] ISR [1, 2, 3] ELR [] unfenced [1, 2, 3]"
+    )
 
 
 def test_a_schedule_is_its_seed():
