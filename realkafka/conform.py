@@ -7,8 +7,8 @@ A run starts a cluster with the model's configuration, creates the topic, plays 
   resume, with its time;
 - what the producer was told: each acknowledgement with its offset, each error;
 - at a cut after each step, with every running broker paused: each broker's log (offset, leader
-  epoch and value of each record, from its segment files), its replication-offset-checkpoint
-  and whether its process runs; then, resumed, what a consumer reads;
+  epoch and value of each record, from its segment files), its leader-epoch-checkpoint, its
+  replication-offset-checkpoint and whether its process runs; then, resumed, what a consumer reads;
 - at the end, the controller's metadata log: every batch that changed the partition or a
   broker's registration, with its time (realkafka/metadata_log.py).
 
@@ -33,7 +33,7 @@ from typing import Any
 from kafkamc.realkafka import client, validate
 from kafkamc.realkafka.cluster import Cluster, Settings, kraft_cluster
 from kafkamc.realkafka.metadata_log import batches
-from kafkamc.realkafka.observe import ControllerView, batch_view, checkpoint, read_log
+from kafkamc.realkafka.observe import ControllerView, batch_view, checkpoint, epoch_cache, read_log
 from kafkamc.realkafka.schedule import schedule
 from kafkamc.spec.config import Config
 
@@ -175,9 +175,10 @@ class Run:
             for b in self.brokers
             if self.c.partition_dir(b, TOPIC).exists()
         }
+        epochs = {b: epoch_cache(self.c.partition_dir(b, TOPIC)) for b in ckpts}
         for b in paused:
             self.c.resume(b)
-        self.note("cut", t=t, logs=logs, checkpoints=ckpts, up=paused)
+        self.note("cut", t=t, logs=logs, checkpoints=ckpts, epochs=epochs, up=paused)
         try:
             self.reads.append((time.time(), client.read_all(self.c.bootstrap_of(paused), TOPIC, timeout=3.0)))
         except Exception:

@@ -228,6 +228,16 @@ def checkpoint(path: Path, topic: str, partition: int = 0) -> int | None:
     return None
 
 
+def epoch_cache(folder: Path) -> list[tuple[int, int]]:
+    """(leader epoch, start offset) of each entry of a partition's leader-epoch-checkpoint file
+    (LeaderEpochCheckpointFile: version, count, then "epoch offset" lines); empty if none."""
+    try:
+        lines = (folder / "leader-epoch-checkpoint").read_text().splitlines()[2:]
+    except OSError:
+        return []
+    return [(int(e), int(o)) for e, o in (line.split() for line in lines if line.strip())]
+
+
 def observe(cluster: Cluster, topic: str, brokers: tuple[int, ...], history: list[dict[str, Any]]) -> View:
     """The real View: the controller's last registration (from `history`, read by the caller
     with client.controller_history) and each broker's files (a partition Kafka deleted from a

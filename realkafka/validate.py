@@ -16,7 +16,7 @@ states consistent with all of it so far (the frontier) and, for each observation
 - a command: becomes pending; the model may take it at any time from then on, once;
 - an acknowledgement: keeps the states where the record is acknowledged at that offset; a
   NOT_ENOUGH_REPLICAS answer, those where it was not appended;
-- a cut: keeps the states whose logs and HW checkpoints are the files'.
+- a cut: keeps the states whose logs, leader-epoch caches and HW checkpoints are the files'.
 
 An empty frontier is a discrepancy: the report names the observation and the states that were
 consistent just before it. Timing never causes one: every time-driven step of the model (a
@@ -266,6 +266,7 @@ class Validator:
         if kind == "cut":
             logs = {int(b): [tuple(r) for r in log] for b, log in event["logs"].items()}
             hws = {int(b): hw for b, hw in event["checkpoints"].items()}
+            caches = {int(b): [tuple(x) for x in c] for b, c in event.get("epochs", {}).items()}
 
             def same(i: Item) -> bool:
                 for b in self.brokers:
@@ -273,6 +274,8 @@ class Validator:
                     if [(e - 1, i.values[r - 1]) for e, r in br.log] != logs.get(b, []):
                         return False
                     if b in hws and br.checkpoint_hw != hws[b]:
+                        return False
+                    if b in caches and [(e - 1, o) for e, o in br.cache] != caches[b]:
                         return False
                 return True
 
@@ -292,7 +295,8 @@ def describe_event(event: dict[str, Any]) -> str:
         return f"{event['value']} refused with NOT_ENOUGH_REPLICAS"
     if kind == "cut":
         logs = "; ".join(f"{b}:[{' '.join(f'{v}@e{e}' for e, v in log)}]" for b, log in event["logs"].items())
-        return f"the logs {logs} and HW checkpoints {event['checkpoints']}"
+        caches = "; ".join(f"{b}:{[tuple(x) for x in c]}" for b, c in event.get("epochs", {}).items())
+        return f"the logs {logs}, HW checkpoints {event['checkpoints']}" + (f", epoch caches {caches}" if caches else "")
     if kind == "controller":
         return f"controller: {event['view'].words()}"
     args = " ".join(str(a) for a in event.get("args", ()))
