@@ -296,7 +296,8 @@ def describe_event(event: dict[str, Any]) -> str:
     if kind == "cut":
         logs = "; ".join(f"{b}:[{' '.join(f'{v}@e{e}' for e, v in log)}]" for b, log in event["logs"].items())
         caches = "; ".join(f"{b}:{[tuple(x) for x in c]}" for b, c in event.get("epochs", {}).items())
-        return f"the logs {logs}, HW checkpoints {event['checkpoints']}" + (f", epoch caches {caches}" if caches else "")
+        tail = f", epoch caches {caches}" if caches else ""
+        return f"the logs {logs}, HW checkpoints {event['checkpoints']}{tail}"
     if kind == "controller":
         return f"controller: {event['view'].words()}"
     args = " ".join(str(a) for a in event.get("args", ()))

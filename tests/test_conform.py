@@ -86,8 +86,7 @@ def test_the_model_validates_the_recorded_run(recorded):
             "a follower's fetch ignores the HW",
             mutant("Fetch", step=follower_ignores_hw),
             7,
-            "no consistent state has the logs 1:[r1@e0]; 2:[r1@e0]; 3:[r1@e0], HW checkpoints "
-            "{'1': 1, '2': 1, '3': 1}",
+            "no consistent state has the logs 1:[r1@e0]; 2:[r1@e0]; 3:[r1@e0], HW checkpoints {'1': 1, '2': 1, '3': 1}",
         ),
         (
             "a follower's controlled shutdown is always SHUTDOWN_NOW",
