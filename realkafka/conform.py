@@ -302,17 +302,40 @@ def check(folder: Path, out: Outcome, say: Callable[[str], None], actions: tuple
     out.validation = validate.validate(setup.config(), tuple(range(1, setup.rf + 1)), events, actions=actions)
     acks = [e for e in events if e["kind"] == "ack"]
     out.broken = promises(setup, acks, [(t, [tuple(x) for x in r]) for t, r in data["reads"]])
-    report(folder, setup, out, events, say)
+    report(folder, setup, out, events, say, data.get("seed"))
     return out
 
 
-def report(folder: Path, setup: Setup, out: Outcome, events: list[dict[str, Any]], say: Callable[[str], None]) -> None:
+def real_logs(logs: Path, t: float, around: float = 3.0, most: int = 40) -> list[str]:
+    """The lines of the processes' logs that name the topic (or fence or register a broker)
+    within `around` seconds of t, by their [HH:MM:SS,mmm] stamps (the machine's local time)."""
+    day = time.localtime(t)
+    midnight = time.mktime((day.tm_year, day.tm_mon, day.tm_mday, 0, 0, 0, 0, 0, -1))
+    out = []
+    for path in sorted(logs.glob("*.log")):
+        for line in path.read_text(errors="replace").splitlines():
+            if not line.startswith("[") or not (TOPIC in line or "ence" in line or "egist" in line):
+                continue
+            try:
+                h, m, rest = line[1:13].split(":")
+                stamp = midnight + int(h) * 3600 + int(m) * 60 + float(rest.replace(",", "."))
+            except ValueError:
+                continue
+            if abs(stamp - t) <= around:
+                out.append((stamp, f"{path.stem}: {line[:240]}"))
+    return [line for _s, line in sorted(out)][:most]
+
+
+def report(
+    folder: Path, setup: Setup, out: Outcome, events: list[dict[str, Any]], say: Callable[[str], None], seed: Any
+) -> None:
     v = out.validation
     assert v is not None
     lines = [
         f"{setup.words()}: {out.events} observations ({out.cuts} cuts, {v.batches} controller batches), "
         f"validated {v.events} in {v.seconds:.1f} s, at most {v.peak} model states at once"
-        + (f", {v.two_step} batches matched in two model steps" if v.two_step else "")
+        + (f", {v.two_step} batches matched in two model steps" if v.two_step else ""),
+        f"schedule of seed {seed}: the same seed gives the same commands, not Kafka's timing",
     ]
     if v.discrepancy is not None:
         d = v.discrepancy
@@ -322,6 +345,8 @@ def report(folder: Path, setup: Setup, out: Outcome, events: list[dict[str, Any]
         lines += [f"    {validate.item_words(i, tuple(range(1, setup.brokers + 1)))}" for i in d.before]
         lines.append("  the observations around it:")
         lines += [f"    {j}: {validate.describe_event(e)}" for j, e in enumerate(events) if abs(j - d.index) <= 6]
+        lines.append("  the brokers' and the controller's log lines on the partition, 3 s either side:")
+        lines += [f"    {line}" for line in real_logs(folder / "cluster" / "logs", d.event["t"])]
     elif v.too_large is not None:
         lines.append(f"not validated past observation {v.too_large}: more than {validate.MAX_FRONTIER} model states")
     else:

@@ -37,7 +37,7 @@ def test_a_short_run_is_consistent_and_a_broken_model_is_not(kafkamc_cli, tmp_pa
     run = next(out.iterdir())
     report = (run / "report.txt").read_text().splitlines()
     assert report[0].startswith(config + ": ")
-    assert report[1] == "consistent: every observation is one the model can make"
+    assert report[2] == "consistent: every observation is one the model can make"
     assert {"observations.json", "metadata.txt", "report.txt", "cluster"} <= {p.name for p in run.iterdir()}
     broken = check(run, Outcome(run), lambda _line: None, actions=mutant("Fetch", step=follower_ignores_hw))
     assert broken.validation is not None and broken.validation.discrepancy is not None
