@@ -39,6 +39,8 @@ from kafkamc.spec.config import Config
 
 TOPIC = "conform"
 RANK = {"controller": 1, "ack": 2, "refused": 2, "error": 2, "cut": 2}  # commands first at a tie
+PENDING = ("send", "restart", "shutdown", "elect", "reassign", "cancel")
+EARLY = 0.1  # seconds: more than the controller's append linger (sorted_events)
 
 
 @dataclass(frozen=True)
@@ -224,7 +226,21 @@ def promises(setup: Setup, acks: list[dict[str, Any]], reads: list[tuple[float, 
 
 
 def sorted_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return sorted(events, key=lambda e: (e["t"], RANK.get(e["kind"], 0)))
+    """The observations in the order the validator takes them: by time, the topic's creation
+    first. A controller batch's CreateTime is when the batch was opened, which may be before the
+    record in it was written (the raft client lingers up to controller.quorum.append.linger.ms,
+    25 ms, to fill a batch): a batch a command caused can be stamped a few milliseconds before the
+    command. So a command that only becomes pending (a send, restart, shutdown, election,
+    reassignment) is taken EARLY before its time: pending sooner only allows more. A kill is not:
+    it is noted once the process is dead."""
+    batches = [e for e in events if e["kind"] == "controller"]
+    first = min(batches, key=lambda e: e["t"]) if batches else None
+
+    def key(e: dict[str, Any]) -> tuple[float, int]:
+        return (e["t"] - (EARLY if e["kind"] in PENDING else 0.0), RANK.get(e["kind"], 0))
+
+    rest = sorted((e for e in events if e is not first), key=key)
+    return ([first] if first is not None else []) + rest
 
 
 def save(folder: Path, setup: Setup, seed: int, faults: int, steps: list, events: list, reads: list) -> None:
@@ -242,13 +258,13 @@ def save(folder: Path, setup: Setup, seed: int, faults: int, steps: list, events
 def load(folder: Path) -> tuple[Setup, list[dict[str, Any]], dict[str, Any]]:
     """A saved run: its setup, its events (controller views rebuilt) and the whole file."""
     data = json.loads((folder / "observations.json").read_text())
-    events = []
+    events: list[dict[str, Any]] = []
     for e in data["events"]:
         if "view" in e:
             fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in e["view"].items()}
             e = e | {"view": ControllerView(**fields)}
         events.append(e)
-    return Setup(**data["setup"]), events, data
+    return Setup(**data["setup"]), sorted_events(events), data
 
 
 @dataclass

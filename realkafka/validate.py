@@ -123,8 +123,8 @@ class Validation:
 
 
 class Validator:
-    def __init__(self, cfg: Config, replicas: tuple[int, ...], actions: tuple | None = None):
-        self.cfg = cfg
+    def __init__(self, cfg: Config, replicas: tuple[int, ...], actions: tuple | None = None, limit: int = MAX_FRONTIER):
+        self.cfg, self.limit = cfg, limit
         self.model = Model(cfg, actions, search=False)
         self.brokers = cfg.brokers
         self.frontier = [Item(normal(initial_state(cfg.rf, replicas, len(cfg.brokers))), (), frozenset())]
@@ -186,7 +186,7 @@ class Validator:
                 if nxt not in seen and self.cview(nxt.state) == self.view:
                     seen.add(nxt)
                     todo.append(nxt)
-                    if len(seen) > MAX_FRONTIER:
+                    if len(seen) > self.limit:
                         raise OverflowError(len(seen))
         return list(seen)
 
@@ -324,10 +324,11 @@ def validate(
     events: list[dict[str, Any]],
     echo: Callable[[str], None] | None = None,
     actions: tuple | None = None,
+    limit: int = MAX_FRONTIER,
 ) -> Validation:
     """Validate a run's observations, sorted by time, the first the topic's creation batch."""
     start = time.monotonic()
-    v = Validator(cfg, replicas, actions)
+    v = Validator(cfg, replicas, actions, limit)
     out = Validation()
     for index, event in enumerate(events):
         before = v.frontier
