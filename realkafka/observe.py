@@ -113,6 +113,15 @@ def controller_view(state: State, brokers: tuple[int, ...]) -> ControllerView:
     )
 
 
+def files_view(state: State, values: tuple[str, ...], b: int) -> tuple[list, int, list, bool]:
+    """What a cut reads of broker b, from the model's state: its log as (Kafka epoch, value)
+    pairs (record id k is the k-th value the state appended), its HW checkpoint, its leader-epoch
+    cache as (Kafka epoch, start offset) pairs, and whether its process runs."""
+    br = state.broker(b)
+    log = [(e - 1, values[r - 1]) for e, r in br.log]
+    return log, br.checkpoint_hw, [(e - 1, o) for e, o in br.cache], br.alive
+
+
 def batch_view(
     partition: dict[str, Any], registrations: dict[int, dict[str, bool]], brokers: tuple[int, ...]
 ) -> ControllerView:

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from kafkamc.realkafka.observe import ControllerView, controller_view
+from kafkamc.realkafka.observe import ControllerView, controller_view, files_view
 from kafkamc.spec import alter_partition as ap
 from kafkamc.spec import broker_lifecycle as lc
 from kafkamc.spec import controlled_shutdown as cs
@@ -268,22 +268,18 @@ class Validator:
             hws = {int(b): hw for b, hw in event["checkpoints"].items()}
             caches = {int(b): [tuple(x) for x in c] for b, c in event.get("epochs", {}).items()}
 
+            up = event.get("up")
+
             def same(i: Item) -> bool:
                 for b in self.brokers:
-                    br = i.state.broker(b)
-                    if [(e - 1, i.values[r - 1]) for e, r in br.log] != logs.get(b, []):
+                    log, hw, cache, alive = files_view(i.state, i.values, b)
+                    if log != logs.get(b, []) or (b in hws and hw != hws[b]) or (b in caches and cache != caches[b]):
                         return False
-                    if b in hws and br.checkpoint_hw != hws[b]:
-                        return False
-                    if b in caches and [(e - 1, o) for e, o in br.cache] != caches[b]:
+                    if up is not None and alive != (b in up):
                         return False
                 return True
 
-            return (
-                same
-                if "up" not in event
-                else lambda i: same(i) and all(i.state.broker(b).alive == (b in event["up"]) for b in self.brokers)
-            )
+            return same
         raise ValueError(f"unknown observation {kind}")
 
 
