@@ -199,14 +199,21 @@ class Run:
                 self.note("error", t=a.answered, value=a.value, error=a.error)
 
     def controller(self, dump: str) -> None:
-        last = None
-        for batch in batches(dump, TOPIC):
-            if batch.partition is None:
-                continue
-            view = batch_view(batch.partition, batch.brokers, self.brokers)
-            if view != last:
-                self.note("controller", t=batch.t, offset=batch.offset, view=view)
-            last = view
+        self.events += controller_events(dump, self.brokers)
+
+
+def controller_events(dump: str, brokers: tuple[int, ...]) -> list[dict[str, Any]]:
+    """The controller's records as observations: each change of what ControllerView shows."""
+    out: list[dict[str, Any]] = []
+    last = None
+    for record in batches(dump, TOPIC):
+        if record.partition is None:
+            continue
+        view = batch_view(record.partition, record.brokers, brokers)
+        if view != last:
+            out.append({"kind": "controller", "t": record.t, "offset": record.offset, "view": view})
+        last = view
+    return out
 
 
 def promises(setup: Setup, acks: list[dict[str, Any]], reads: list[tuple[float, list]]) -> list[str]:
@@ -256,15 +263,23 @@ def save(folder: Path, setup: Setup, seed: int, faults: int, steps: list, events
 
 
 def load(folder: Path) -> tuple[Setup, list[dict[str, Any]], dict[str, Any]]:
-    """A saved run: its setup, its events (controller views rebuilt) and the whole file."""
+    """A saved run: its setup, its events and the whole file. The controller's observations are
+    read again from metadata.txt when the folder has it (the metadata log is their source, so a
+    better reading of it applies to old runs), else rebuilt from the file."""
     data = json.loads((folder / "observations.json").read_text())
+    setup = Setup(**data["setup"])
+    dump = folder / "metadata.txt"
     events: list[dict[str, Any]] = []
     for e in data["events"]:
         if "view" in e:
+            if dump.exists():
+                continue
             fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in e["view"].items()}
             e = e | {"view": ControllerView(**fields)}
         events.append(e)
-    return Setup(**data["setup"]), sorted_events(events), data
+    if dump.exists():
+        events += controller_events(dump.read_text(), tuple(range(1, setup.brokers + 1)))
+    return setup, sorted_events(events), data
 
 
 @dataclass
@@ -348,9 +363,10 @@ def report(
     v = out.validation
     assert v is not None
     lines = [
-        f"{setup.words()}: {out.events} observations ({out.cuts} cuts, {v.batches} controller batches), "
+        f"{setup.words()}: {out.events} observations ({out.cuts} cuts, {v.batches} controller records), "
         f"validated {v.events} in {v.seconds:.1f} s, at most {v.peak} model states at once"
-        + (f", {v.two_step} batches matched in two model steps" if v.two_step else ""),
+        + (f", {v.two_step} matched in two model steps" if v.two_step else "")
+        + (f", {v.on_the_way} taken as records on the way to the next" if v.on_the_way else ""),
         f"schedule of seed {seed}: the same seed gives the same commands, not Kafka's timing",
     ]
     if v.discrepancy is not None:

@@ -1,11 +1,13 @@
 """The controller's metadata log, read as a sequence of observations of one partition.
 
 kafka.tools.DumpLogSegments --cluster-metadata-decoder prints each batch's header, then each
-record with its CreateTime and its payload as JSON. The controller appends the records of one
-event it handles together (QuorumController's ControllerWriteEvent), in one batch or, when they are
-many, in consecutive batches written at the same time; those are taken as one. That unit is what
-the model's steps are matched against: the partition's registration and the broker
-registrations after it.
+record with its CreateTime and its payload as JSON. What we observe is the partition's
+registration and the brokers' after each record that changes them. The records of one event the
+controller handles (a ControllerWriteEvent: a fence is partition changes, then the fence) are
+appended together, but a batch may hold several events (the raft client lingers to fill it) and
+one event's records may fill several batches; what tells them apart is left to the validator
+(realkafka/validate.py), which may take a record's view as a step on the way to the next one
+written within the append linger.
 
 How the records change what we observe (PartitionRegistration.merge, BrokerRegistration):
 - PARTITION_RECORD sets everything; PARTITION_CHANGE_RECORD changes only the fields it carries.
@@ -28,8 +30,9 @@ NO_CHANGE = -2  # PartitionChangeRecord.leader when the leader stays (LeaderCons
 
 @dataclass(frozen=True)
 class Batch:
-    """One committed batch that changed what we observe: its creation time (s), last offset, the
-    partition's registration after it (None before the topic exists) and the brokers' state."""
+    """One committed record that changed what we observe: its batch's creation time (s), its
+    offset, the partition's registration after it (None before the topic exists) and the
+    brokers' state."""
 
     t: float
     offset: int
@@ -88,14 +91,14 @@ def _apply_broker(brokers: dict[int, dict[str, bool]], kind: str, data: dict[str
 
 
 def batches(dump: str, topic: str, partition: int = 0) -> list[Batch]:
-    """Every batch of a DumpLogSegments dump after which the partition or a broker's registration
-    differs from before it, in commit order."""
+    """Every record of a DumpLogSegments dump after which the partition or a broker's
+    registration differs from before it, in commit order."""
     topic_id = None
     part: dict[str, Any] | None = None
     brokers: dict[int, dict[str, bool]] = {}
     out: list[Batch] = []
     last: tuple | None = None
-    t, ms, offset = 0.0, -1, -1
+    t, offset = 0.0, -1
 
     def close() -> None:
         nonlocal last
@@ -105,17 +108,10 @@ def batches(dump: str, topic: str, partition: int = 0) -> list[Batch]:
         last = seen
 
     for line in dump.splitlines():
-        if line.startswith("baseOffset:"):
-            # One event's records may span batches (a fence that moves many partitions); they
-            # share the time the controller wrote them at, and are taken as one.
-            if int(line.split("CreateTime: ", 1)[1].split()[0]) != ms:
-                close()
-            continue
         if "payload: " not in line or not line.startswith("| offset:"):
             continue
         words = line.split()
-        offset, ms = int(words[2]), int(words[4])
-        t = ms / 1000
+        offset, t = int(words[2]), int(words[4]) / 1000
         rec = json.loads(line.split("payload: ", 1)[1])
         kind, data = rec.get("type"), rec.get("data", {})
         if kind == "TOPIC_RECORD" and data.get("name") == topic:
@@ -125,7 +121,7 @@ def batches(dump: str, topic: str, partition: int = 0) -> list[Batch]:
         elif kind.startswith("PARTITION") and topic_id is not None and data.get("topicId") == topic_id:
             if data.get("partitionId") == partition:
                 part = _apply_partition(part, kind, data)
-    close()
+        close()
     return out
 
 

@@ -131,6 +131,12 @@ class BrokerHeartbeat:
     broker: int
 
 
+def matters(cfg: Config, c: Controller, u: Budget, b: int) -> bool:
+    """Whether broker b's faults and moves matter to the partition: it hosts a replica, or a
+    reassignment may still make it one (a broker outside the replica set is otherwise inert)."""
+    return b in c.replicas or cfg.allows(u, REASSIGNMENTS)
+
+
 def restart_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
     return () if br.alive or c.registered & bit(b) else (BrokerRestart(b),)
 
@@ -151,8 +157,7 @@ def crash_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) 
 
 
 def fence_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    outside_matters = b in c.replicas or cfg.allows(u, REASSIGNMENTS)  # as crash_candidates
-    if br.alive and c.registered & bit(b) and cfg.allows(u, FENCES) and outside_matters:
+    if br.alive and c.registered & bit(b) and cfg.allows(u, FENCES) and matters(cfg, c, u, b):
         return (ControllerFenceBroker(b),)
     return ()
 

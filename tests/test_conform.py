@@ -1,8 +1,8 @@
 """Trace validation (realkafka/validate.py) on a recorded real run, and its parts.
 
 tests/data/conform/rf3-minisr2-seed2.json is what `kafkamc conform --rf 3 --minisr 2 --seed 2
---faults 30` observed on Kafka 4.1.1 (one run; the file is its observations.json): 201
-observations, 46 cuts. The model validates it; three mutants of the model do not, each at the
+--faults 30` observed on Kafka 4.1.1 (one run; the file is its observations.json, the
+controller's records read from its metadata.txt): 212 observations, 46 cuts. The model validates it; three mutants of the model do not, each at the
 observation where the real cluster did what the mutant cannot. Two of the mutants are the model
 as it was before trace validation found its deviations (a crashed follower could not be dropped
 from the ISR by the leader's lag check; a follower's controlled shutdown always went straight
@@ -68,7 +68,8 @@ def test_the_model_validates_the_recorded_run(recorded):
     _folder, setup, events = recorded
     v = validate.validate(setup.config(), (1, 2, 3), events)
     assert v.discrepancy is None and v.too_large is None
-    assert (v.events, v.cuts, v.batches, v.two_step) == (201, 46, 56, 0)
+    # 9 controller records are on the way to the next (a fence's partition change before the fence)
+    assert (v.events, v.cuts, v.batches, v.two_step, v.on_the_way) == (212, 46, 67, 0, 9)
     assert v.peak == 2984  # the most model states consistent with the observations at once
     last_cut = [e for e in events if e["kind"] == "cut"][-1]
     assert last_cut["logs"]["1"][-1] == [7, "r27"]  # the last record appended, in leader epoch 7
@@ -81,7 +82,7 @@ def test_the_model_validates_the_recorded_run(recorded):
         (
             "a crashed follower never stalls",
             mutant("ReplicaStall", candidates=alive_only_stall),
-            126,
+            134,
             "no model step leads to the controller's leader 1 epoch 6 partition epoch 22 replicas [1, 2, 3] "
             "ISR [1, 3] ELR [] unfenced [1, 2, 3]",
         ),
@@ -94,7 +95,7 @@ def test_the_model_validates_the_recorded_run(recorded):
         (
             "a follower's controlled shutdown is always SHUTDOWN_NOW",
             mutant("ControlledShutdown", step=shutdown_now_only),
-            174,
+            184,
             "no model step leads to the controller's leader 1 epoch 6 partition epoch 34 replicas [1, 2, 3] "
             "ISR [1, 3] ELR [] unfenced [1, 2, 3] shutting [2]",
         ),
@@ -114,15 +115,15 @@ def test_the_report_of_a_saved_run_and_its_exit_status(recorded):
     assert result.exit_code == 0 and result.return_value == 0
     assert result.output.splitlines() == [
         "Kafka 4.1.1, 3 brokers, RF 3, min.insync.replicas=2, unclean.leader.election.enable=false, ELR on: "
-        f"201 observations (46 cuts, 56 controller batches), validated 201 in {_seconds(folder)} s, "
-        "at most 2984 model states at once",
+        f"212 observations (46 cuts, 67 controller records), validated 212 in {_seconds(folder)} s, "
+        "at most 2984 model states at once, 9 taken as records on the way to the next",
         "schedule of seed 2: the same seed gives the same commands, not Kafka's timing",
         "consistent: every observation is one the model can make",
     ]
 
 
 def _seconds(folder: Path) -> str:
-    return (folder / "report.txt").read_text().split(" validated 201 in ")[1].split(" s,")[0]
+    return (folder / "report.txt").read_text().split(" validated 212 in ")[1].split(" s,")[0]
 
 
 def test_a_discrepancy_is_reported_with_the_states_before_it(recorded, tmp_path):
@@ -156,7 +157,7 @@ def test_cut_filters_logs_checkpoints_and_processes():
     assert v.observe({"kind": "ack", "value": "r1", "offset": 1}) is not None
 
 
-def test_metadata_log_batches_merge_one_events_records():
+def test_metadata_log_gives_a_view_per_record():
     def line(offset, ms, payload):
         return f"| offset: {offset} CreateTime: {ms} keySize: -1 payload: {json.dumps(payload)}"
 
@@ -181,15 +182,16 @@ def test_metadata_log_batches_merge_one_events_records():
     fence = {"type": "BROKER_REGISTRATION_CHANGE_RECORD", "data": {"brokerId": 1, "brokerEpoch": 5, "fenced": 1}}
     dump = "\n".join(
         [header(0, 100), line(0, 100, reg), header(1, 200), line(1, 200, topic), line(2, 200, part)]
-        + [header(3, 300), line(3, 300, change), header(4, 300), line(4, 300, fence)]  # one event, two batches
+        + [header(3, 300), line(3, 300, change), header(4, 300), line(4, 300, fence)]  # one event, two records
     )
     got = [
         (b.t, b.partition and (b.partition["leader"], b.partition["leaderEpoch"]), b.brokers)
         for b in batches(dump, "t")
     ]
-    assert got == [
+    assert got == [  # one per record that changes what is observed; the topic record changes nothing
         (0.1, None, {1: {"fenced": False, "shutdown": False}}),
         (0.2, (1, 0), {1: {"fenced": False, "shutdown": False}}),
+        (0.3, (-1, 1), {1: {"fenced": False, "shutdown": False}}),
         (0.3, (-1, 1), {1: {"fenced": True, "shutdown": False}}),
     ]
     last = batches(dump, "t")[-1]
@@ -267,6 +269,7 @@ def model_run(seed: int, steps: int = 30) -> list[dict]:
     model = validate.Validator(cfg, (1, 2, 3)).model
     state = validate.normal(initial_state(3, (1, 2, 3), 3))
     events: list[dict] = [{"kind": "controller", "view": controller_view(state, cfg.brokers)}]
+    clock = iter(range(1, 10**6))  # a second between observations: none is on the way to another
     commanded = (el.ElectLeaders, cs.ControlledShutdown, lc.BrokerRestart)
     for _ in range(steps):
         options = [a for a in model.candidates(state) if isinstance(a, validate.SILENT + commanded)]
@@ -307,7 +310,7 @@ def model_run(seed: int, steps: int = 30) -> list[dict]:
                     "up": [b for b in cfg.brokers if state.broker(b).alive],
                 }
             )
-    return events
+    return [e | {"t": float(next(clock))} for e in events]
 
 
 def test_every_run_of_the_model_itself_is_consistent():
