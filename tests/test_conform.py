@@ -2,8 +2,9 @@
 
 tests/data/conform/rf3-minisr2-seed2.json is what `kafkamc conform --rf 3 --minisr 2 --seed 2
 --faults 30` observed on Kafka 4.1.1 (one run; the file is its observations.json, the
-controller's records read from its metadata.txt): 212 observations, 46 cuts. The model validates it; three mutants of the model do not, each at the
-observation where the real cluster did what the mutant cannot. Two of the mutants are the model
+controller's records read from its metadata.txt): 212 observations, 46 cuts. The model
+validates it; three mutants of the model do not, each at the observation where the real
+cluster did what the mutant cannot. Two of the mutants are the model
 as it was before trace validation found its deviations (a crashed follower could not be dropped
 from the ISR by the leader's lag check; a follower's controlled shutdown always went straight
 to SHUTDOWN_NOW), the third breaks a step on purpose (a follower's fetch ignores the leader's HW).
