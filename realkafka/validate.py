@@ -131,6 +131,18 @@ class Validator:
         self.brokers = cfg.brokers
         self.frontier = [Item(normal(initial_state(cfg.rf, replicas, len(cfg.brokers))), (), frozenset())]
         self.view = self.cview(self.frontier[0].state)
+        self.fates: dict[str, tuple] = {}  # the producer's answer to each send, when known in advance
+
+    def foresee(self, events: list[dict[str, Any]]) -> None:
+        """Learn every send's answer before the run is validated: the producer makes one attempt
+        per record (no retries), so one request appends a record at most once. A record that will
+        be acknowledged at offset o was appended at offset o and was not refused; one refused with
+        NOT_ENOUGH_REPLICAS was not appended. Knowing it early prunes what can no longer be."""
+        for e in events:
+            if e["kind"] == "ack":
+                self.fates[e["value"]] = ("ack", e["offset"])
+            elif e["kind"] == "refused":
+                self.fates[e["value"]] = ("refused",)
 
     def cview(self, s: State) -> ControllerView:
         return controller_view(s, self.brokers)
@@ -142,10 +154,14 @@ class Validator:
         s, values, rest = item.state, item.values, item.pending - {token}
         kind = token[0]
         if kind == "produce":
-            k = len(values) + 1
+            k, fate = len(values) + 1, self.fates.get(token[1])
             for b in self.brokers:
                 for nxt in self.model.unobserved_step(s, pr.Produce(b, k)):
                     appended = nxt.budget.of(pr.RECORDS.name) > len(values)
+                    if fate is not None and (
+                        appended != (fate[0] == "ack") or (appended and s.broker(b).leo != fate[1])
+                    ):
+                        continue
                     yield Item(normal(nxt), values + (token[1],) if appended else values, rest)
             return
         for action in self.model.candidates(s):
@@ -344,6 +360,7 @@ def validate(
     """Validate a run's observations, sorted by time, the first the topic's creation batch."""
     start = time.monotonic()
     v = Validator(cfg, replicas, actions, limit)
+    v.foresee(events)
     out = Validation()
     for index, event in enumerate(events):
         before = v.frontier
