@@ -25,7 +25,7 @@ def test_small_check_holds_with_json(tmp_path):
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["verdict"] == "holds"
-    assert out["distinct_states"] == 8549 and out["depth"] == 22  # issue 29: tests/test_pinned.py
+    assert out["distinct_states"] == 9291 and out["depth"] == 22  # tests/test_pinned.py (8,549 before trace validation)
     assert out["protocol"]["era"] == "4.1.0" and out["protocol"]["rules"]["elr"] == "on"
     assert out["reached"]["ElrElection"] == 4 and out["vacuity_warnings"] == []
     assert out["states_generated"] > out["distinct_states"]
