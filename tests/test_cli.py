@@ -280,7 +280,8 @@ def test_bench_prints_the_table_as_json():
     out = json.loads(p.stdout)
     (row,) = out["runs"]
     assert out["machine"]["cpus"] >= 1
-    assert (row["run"], row["verdict"], row["distinct_states"], row["depth"]) == ("default", "holds", 485539, 30)
+    # 485,539 -> 541,729: tests/test_pinned.py (a crashed follower dropped by the leader's lag check).
+    assert (row["run"], row["verdict"], row["distinct_states"], row["depth"]) == ("default", "holds", 541729, 30)
     assert row["distinct_states_per_s"] > 0 and row["peak_memory_mib"] > 0
     assert 0 < row["visited_bytes_per_state"] <= 32
 

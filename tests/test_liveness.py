@@ -335,4 +335,4 @@ def test_sigterm_during_the_liveness_graph_gives_the_partial_summary(tmp_path):
     assert p.returncode == 3, err
     s = json.loads(out)
     assert (s["verdict"], s["stop_reason"], s["liveness"]["verdict"]) == ("incomplete", "interrupted", "incomplete")
-    assert 0 < s["liveness"]["states"] < 485539
+    assert 0 < s["liveness"]["states"] < 541729  # the default check's count (tests/test_pinned.py)

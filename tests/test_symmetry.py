@@ -30,7 +30,7 @@ COUNTS = [
     (dict(rf=1, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1), 15, 15),
     (dict(rf=2, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1), 4774, 9548),
     (dict(rf=2, minisr=2), 9291, 18582),
-    pytest.param(dict(rf=3, minisr=2, max_records=1), 69996, 419976, marks=pytest.mark.slow),
+    pytest.param(dict(rf=3, minisr=2, max_records=1), 79914, 479484, marks=pytest.mark.slow),
 ]
 
 # The lengths of tests/test_pinned.py: one BrokerSessionTimeout after each crash.
