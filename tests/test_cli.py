@@ -25,7 +25,7 @@ def test_small_check_holds_with_json(tmp_path):
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["verdict"] == "holds"
-    assert out["distinct_states"] == 8549 and out["depth"] == 22  # issue 29: tests/test_pinned.py
+    assert out["distinct_states"] == 9291 and out["depth"] == 22  # tests/test_pinned.py (8,549 before trace validation)
     assert out["protocol"]["era"] == "4.1.0" and out["protocol"]["rules"]["elr"] == "on"
     assert out["reached"]["ElrElection"] == 4 and out["vacuity_warnings"] == []
     assert out["states_generated"] > out["distinct_states"]
@@ -280,7 +280,8 @@ def test_bench_prints_the_table_as_json():
     out = json.loads(p.stdout)
     (row,) = out["runs"]
     assert out["machine"]["cpus"] >= 1
-    assert (row["run"], row["verdict"], row["distinct_states"], row["depth"]) == ("default", "holds", 485539, 30)
+    # 485,539 -> 541,729: tests/test_pinned.py (a crashed follower dropped by the leader's lag check).
+    assert (row["run"], row["verdict"], row["distinct_states"], row["depth"]) == ("default", "holds", 541729, 30)
     assert row["distinct_states_per_s"] > 0 and row["peak_memory_mib"] > 0
     assert 0 < row["visited_bytes_per_state"] <= 32
 

@@ -59,17 +59,25 @@ def test_it_stops_only_once_every_active_broker_applied_its_shutdown():
     assert enabled(zk, play(zk, ControlledShutdown(1)), ControlledShutdownComplete(1))
 
 
-def test_a_broker_that_leads_nothing_stops_at_once():
+def test_a_follower_stops_at_once_or_takes_the_leaders_path():
     """BrokerHeartbeatManager.calculateNextBrokerState: an unfenced broker that asks to shut down
     and leads no partition gets SHUTDOWN_NOW, not CONTROLLED_SHUTDOWN: the controller fences it
     (out of the ISR) and it stops cleanly, in one step and without waiting for anyone's
-    metadata. Under ZooKeeper (controlled_shutdown=zookeeper) the follower is first taken out
-    of the ISR and stops with the next step, as before."""
-    s = play(CFG, Produce(1, 1), ControlledShutdown(3))
-    c, br = s.controller, s.broker(3)
+    metadata. hasLeaderships is cluster-wide, so a follower of this partition may lead another
+    and take the leader's path instead (seen on Kafka 4.1.1 by `kafkamc conform`): marked and
+    out of the ISR, alive, and free to stop at once, as the leader epoch it waits for did not
+    move. Under ZooKeeper (controlled_shutdown=zookeeper) the follower is first taken out of
+    the ISR and stops with the next step, as before."""
+    now, marked = Model(CFG).step(play(CFG, Produce(1, 1)), ControlledShutdown(3))
+    c, br = now.controller, now.broker(3)
     assert not br.alive and br.clean
     assert (c.leader, c.epoch, c.isr, c.registered & bit(3), c.shutdown) == (1, 1, bit(1) | bit(2), 0, ())
-    assert s.budget.of("controlled_shutdowns") == 1
+    assert now.budget.of("controlled_shutdowns") == 1
+    c = marked.controller
+    assert marked.broker(3).alive and (c.leader, c.epoch, c.isr, c.shutting, c.shutdown) == (1, 1, 3, bit(3), (0, 0, 1))
+    assert c.registered & bit(3) and marked.budget.of("controlled_shutdowns") == 1
+    stopped = play(CFG, ControlledShutdownComplete(3), state=marked)
+    assert not stopped.broker(3).alive and not stopped.controller.registered & bit(3)
     zk = dc_replace(CFG, protocol=Protocol().with_rules(controlled_shutdown="zookeeper"))
     s = play(zk, Produce(1, 1), ControlledShutdown(3))
     assert s.broker(3).alive and s.controller.shutting == bit(3) and s.controller.isr == bit(1) | bit(2)
@@ -89,8 +97,8 @@ def test_a_broker_in_controlled_shutdown_may_neither_lead_nor_join_the_isr():
 
 def test_below_min_isr_the_broker_enters_the_elr_and_alone_it_leaves_the_partition_leaderless():
     cfg = dc_replace(CFG, minisr=3)
-    c = play(cfg, ControlledShutdown(2)).controller
-    assert c.isr == bit(1) | bit(3) and c.elr == bit(2)  # a clean shutdown stays eligible (KIP-966)
+    for s in Model(cfg).step(Model(cfg).initial_states()[0], ControlledShutdown(2)):  # either path
+        assert s.controller.isr == bit(1) | bit(3) and s.controller.elr == bit(2)  # stays eligible (KIP-966)
     one = Config(rf=1, minisr=1, max_controlled_shutdowns=1)
     c = play(one, ControlledShutdown(1)).controller
     assert (c.leader, c.isr, c.elr) == (NO_LEADER, 0, bit(1))  # ELR on: the ISR empties
@@ -115,8 +123,11 @@ def test_engines_agree_and_the_summary_counts_the_new_actions():
 # controlled shutdown, out of the ISR and waiting, are gone.
 # With the leader's own view of fencing and shutdown (it proposes and counts a follower only
 # once it applied its unfencing) and the purgatory a re-elected leader keeps: 1,926 -> 2,018
-# (depth 20 -> 21).
-PINNED_STATES, PINNED_DEPTH = 2018, 21
+# (depth 20 -> 21). A follower's controlled shutdown may take the leader's path (hasLeaderships
+# is cluster-wide; trace validation, Kafka 4.1.1), so the follower waiting in controlled
+# shutdown, out of the ISR, is back beside SHUTDOWN_NOW: 2,018 -> 2,132 (no ReplicaStall here,
+# max_isr_shrinks=0, so the other fix moves nothing).
+PINNED_STATES, PINNED_DEPTH = 2132, 21
 
 
 def test_trace_views_show_the_shutdown(tmp_path):

@@ -77,8 +77,10 @@ def test_engines_agree_and_the_action_changes_the_search():
     assert without.distinct_states < fast.distinct_states
     # Issue 29 (rf 2: no shrink of two): INVALID_UPDATE_VERSION and FENCED_LEADER_EPOCH keep the
     # pending ISR (1,908 -> 1,875); the leader learns of fencing and unfencing only from its own
-    # metadata (1,875 -> 2,061; without the election 1,118 -> 1,304).
-    assert (fast.verdict, fast.distinct_states, without.distinct_states) == ("holds", 2061, 1304)
+    # metadata (1,875 -> 2,061; without the election 1,118 -> 1,304). Trace validation (Kafka
+    # 4.1.1): a crashed follower may be dropped from the ISR by the leader's lag check before its
+    # fence: 2,061 -> 2,245, without the election 1,304 -> 1,488.
+    assert (fast.verdict, fast.distinct_states, without.distinct_states) == ("holds", 2245, 1488)
 
 
 def test_trace_describes_it_and_the_flag_exists():
@@ -95,7 +97,7 @@ def test_the_controller_rebalances_by_itself_by_default():
     assert Config().auto_rebalance is True
     auto = explore(FastModel(AUTO), InvariantSuite(AUTO))
     ref = explore_reference(Model(AUTO), InvariantSuite(AUTO))
-    assert (auto.verdict, auto.distinct_states) == (ref.verdict, ref.distinct_states) == ("holds", 2061)
+    assert (auto.verdict, auto.distinct_states) == (ref.verdict, ref.distinct_states) == ("holds", 2245)  # as above
     assert auto.coverage["AutoLeaderRebalance"] > 0 and auto.coverage.get("ElectLeaders", 0) == 0
     before, action, after = bfs_until(AUTO, lambda s, a, n: isinstance(a, AutoLeaderRebalance))
     assert after.controller.leader == action.preferred == before.controller.replicas[0]

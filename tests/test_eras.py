@@ -173,7 +173,9 @@ def test_zookeeper_eras_add_a_follower_only_inside_its_fetch():
     cfg = Config(protocol=preset("2.2.0"), max_records=2, max_hard_crashes=1, max_isr_shrinks=1)
     run = run_check(cfg)
     assert _outcome(run) == ("holds", None, None)
-    assert (run.result.distinct_states, run.result.depth) == (63150, 22)
+    # 63,150 -> 67,948: a crashed follower may be dropped from the ISR by the leader's lag check before its fence
+    # (trace validation, Kafka 4.1.1).
+    assert (run.result.distinct_states, run.result.depth) == (67948, 22)
     model = Model(cfg)
     s = model.initial_states()[0]
     for name in ZK_FALSE_PATH[:-1]:

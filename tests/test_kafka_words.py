@@ -70,7 +70,9 @@ def test_pinned_counts_under_either_name():
         Config(rf=2, minisr=1, max_unclean_crashes=0, max_crashes=1),
     ):
         r = explore(FastModel(cfg), InvariantSuite(cfg), "bfs")
-        assert (r.verdict, r.distinct_states, r.depth) == ("holds", 4243, 22)
+        # 4,243 -> 4,774: a crashed follower may be dropped from the ISR by the leader's lag check
+        # before its fence (trace validation, Kafka 4.1.1).
+        assert (r.verdict, r.distinct_states, r.depth) == ("holds", 4774, 22)
 
 
 SMALL = ("check", "--rf", "1", "--minisr", "1", "--max-hard-crashes", "0", "--json", "--quiet")

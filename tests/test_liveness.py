@@ -149,8 +149,10 @@ def test_every_promise_holds_on_a_small_newest_configuration_with_pinned_graph()
     assert r.result.verdict == "holds"
     assert set(r.verdicts.values()) == {"holds"} and list(r.verdicts) == PROMISES
     # Issue 29 (rf 2, no shrink of two: the pending ISR kept on INVALID_UPDATE_VERSION, the
-    # leader's own view of fencing): 1,533 -> 1,750 states, 3,962 -> 4,505 edges.
-    assert (r.result.distinct_states, r.edges) == (1750, 4505)
+    # leader's own view of fencing): 1,533 -> 1,750 states, 3,962 -> 4,505 edges. Trace
+    # validation (Kafka 4.1.1): a crashed follower may be dropped from the ISR by the leader's lag
+    # check before its fence: 1,750 -> 1,945 states, 4,505 -> 4,994 edges.
+    assert (r.result.distinct_states, r.edges) == (1945, 4994)
 
 
 def test_symmetry_changes_no_verdict_and_a_broker_pool_turns_it_off():
@@ -219,8 +221,9 @@ def test_check_liveness_json_and_exit_status(tmp_path):
     s = json.loads(p.stdout)
     assert s["verdict"] == "holds" and s["liveness"]["verdicts"] == dict.fromkeys(PROMISES, "holds")
     # Issue 29: 2,075 -> 2,020 states, 5,422 -> 5,216 edges (rf 2: the pending ISR kept and the
-    # leader's own view of fencing).
-    assert (s["liveness"]["states"], s["liveness"]["edges"], s["liveness"]["symmetry"]) == (2020, 5216, True)
+    # leader's own view of fencing). Then 2,020 -> 2,231 states, 5,216 -> 5,753 edges: a crashed
+    # follower may be dropped from the ISR by the leader's lag check before its fence (Kafka 4.1.1).
+    assert (s["liveness"]["states"], s["liveness"]["edges"], s["liveness"]["symmetry"]) == (2231, 5753, True)
     out = tmp_path / "lasso.json"
     args = ["--rf", "2", "--minisr", "1", "--max-records", "1", "--invariant", "EventuallyAvailable"]
     p = run_kafkamc("check", *args, "--json", "--quiet", "--trace-out", out)
@@ -332,4 +335,4 @@ def test_sigterm_during_the_liveness_graph_gives_the_partial_summary(tmp_path):
     assert p.returncode == 3, err
     s = json.loads(out)
     assert (s["verdict"], s["stop_reason"], s["liveness"]["verdict"]) == ("incomplete", "interrupted", "incomplete")
-    assert 0 < s["liveness"]["states"] < 485539
+    assert 0 < s["liveness"]["states"] < 541729  # the default check's count (tests/test_pinned.py)

@@ -17,7 +17,7 @@ from kafkamc.spec.fetch import Fetch, ReplicaStall
 from kafkamc.spec.metadata import MetadataUpdate
 from kafkamc.spec.produce import Produce
 from kafkamc.spec.state import members
-from scenario import NO_LEADER, enabled, fenced_after_crash, mask, model, run, step
+from scenario import NO_LEADER, enabled, fenced_after_crash, mask, model, outcomes, run, step
 
 
 def test_find_one_stale_broker():
@@ -43,16 +43,19 @@ def test_find_one_stale_broker():
 def test_calculate_next_broker_state():
     """Kafka: BrokerHeartbeatManagerTest.testCalculateNextBrokerState: an unfenced broker that asks
     to shut down gets CONTROLLED_SHUTDOWN if it leads a partition and SHUTDOWN_NOW if it leads
-    none; in CONTROLLED_SHUTDOWN it gets SHUTDOWN_NOW only once controlledShutdownOffset <=
-    lowestActiveOffset, and fencing the active broker that lagged (broker 1 at offset 98 in
-    Kafka's test) lets it go. Model ids: leader 1 shuts down; 2 is the broker that lags, 3 the
-    one that applied the shutdown's metadata. The offset is read as the leader epoch the
-    shutdown wrote (spec/controlled_shutdown.py)."""
+    none (of the whole cluster: a follower of this partition gets either); in CONTROLLED_SHUTDOWN
+    it gets SHUTDOWN_NOW only once controlledShutdownOffset <= lowestActiveOffset, and fencing
+    the active broker that lagged (broker 1 at offset 98 in Kafka's test) lets it go. Model ids:
+    leader 1 shuts down; 2 is the broker that lags, 3 the one that applied the shutdown's
+    metadata. The offset is read as the leader epoch the shutdown wrote
+    (spec/controlled_shutdown.py)."""
     cfg = Config(rf=3, minisr=1, max_hard_crashes=0, max_controlled_shutdowns=1, max_fences=1)
     s0 = model(cfg).initial_states()[0]
-    # Leads nothing: SHUTDOWN_NOW, fenced and stopped at once.
-    now = step(cfg, s0, ControlledShutdown(3))
+    # Leads nothing: SHUTDOWN_NOW, fenced and stopped at once. Leads another partition:
+    # CONTROLLED_SHUTDOWN, marked and out of the ISR, alive.
+    now, other = outcomes(cfg, s0, ControlledShutdown(3))
     assert not now.broker(3).alive and not now.controller.registered & mask(3) and now.controller.shutdown == ()
+    assert other.broker(3).alive and other.controller.shutting == mask(3) and not other.controller.isr & mask(3)
     # Leads: CONTROLLED_SHUTDOWN, its leadership moved (epoch 2), and it waits.
     s = step(cfg, s0, ControlledShutdown(1))
     assert s.broker(1).alive and s.controller.shutting == mask(1) and s.controller.shutdown[0] == 2
