@@ -85,6 +85,7 @@ class Run:
         self.events: list[dict[str, Any]] = []
         self.reads: list[tuple[float, list[tuple[int, str]]]] = []
         self.sent = 0
+        self.killed: dict[int, float] = {}  # broker -> when it was killed (monotonic)
         self.producer: client.Producer | None = None
 
     def note(self, kind: str, t: float | None = None, **fields: Any) -> None:
@@ -122,7 +123,13 @@ class Run:
         elif do == "kill":
             self.c.kill(b)
             self.note("kill", broker=b)
+            self.killed[b] = time.monotonic()
         elif do == "restart":
+            # The model registers a restarted broker only once its old incarnation is fenced
+            # (BrokerRestart's guard). Kafka 4.4.0 took a new incarnation once the old session
+            # had expired but before the controller fenced it (seen on seed 12, a discrepancy not
+            # yet resolved, docs/KAFKA.md), so a restart waits out the session timeout and a little.
+            self.idle(max(0.0, self.killed.pop(b, 0.0) + s.session_timeout_ms / 1000 + 2.0 - time.monotonic()))
             self.note("restart", args=[b])
             self.c.start(b)
             self.wait_registered(b)
