@@ -145,9 +145,13 @@ class Producer:
             self._p.poll(0.05)
         return ack.answered is not None
 
-    def serve(self) -> None:
-        """Serve the delivery reports that have arrived, without waiting."""
-        self._p.poll(0)
+    def serve(self, timeout: float = 0.0) -> None:
+        """Serve the delivery reports that have arrived, waiting up to timeout for one."""
+        self._p.poll(timeout)
+
+    def flush(self, timeout: float) -> None:
+        """Wait up to timeout for every request still in flight to be answered."""
+        self._p.flush(timeout)
 
     def acknowledged(self) -> list[Ack]:
         return [a for a in self.acks if a.offset is not None]

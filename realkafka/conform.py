@@ -106,7 +106,7 @@ class Run:
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             assert self.producer is not None
-            self.producer._p.poll(min(0.05, max(0.0, end - time.monotonic())))
+            self.producer.serve(min(0.05, max(0.0, end - time.monotonic())))
 
     def send(self, wait: float = 3.0) -> None:
         assert self.producer is not None
@@ -196,7 +196,7 @@ class Run:
     def answers(self) -> None:
         """The producer's answers as observations."""
         assert self.producer is not None
-        self.producer._p.flush(5)
+        self.producer.flush(5)
         for a in self.producer.acks:
             if a.offset is not None:
                 self.note("ack", t=a.answered, value=a.value, offset=a.offset)

@@ -66,9 +66,15 @@ def fetch_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) 
     return ()
 
 
-def stall_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
+def may_stall(c: Controller, br: Broker, b: int) -> bool:
+    """Whether broker b, in the ISR and not stalled yet, is a follower whose fetches may stop: a
+    live one that follows someone in its own view, or a crashed one that does not lead."""
     following = br.leader not in (NO_LEADER, b) if br.alive else c.leader != b
-    if following and not br.stalled and c.isr & bit(b) and cfg.allows(u, ISR_SHRINKS):
+    return following and not br.stalled and bool(c.isr & bit(b))
+
+
+def stall_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
+    if may_stall(c, br, b) and cfg.allows(u, ISR_SHRINKS):
         return (ReplicaStall(b),)
     return ()
 
@@ -187,7 +193,6 @@ def replica_stall(cfg: Config, state: State, a: ReplicaStall) -> State | None:
     """
     f = a.follower
     fol = state.broker(f)
-    following = fol.leader not in (NO_LEADER, f) if fol.alive else state.controller.leader != f
-    if fol.stalled or not following or not state.controller.isr & bit(f) or not cfg.allows(state.budget, ISR_SHRINKS):
+    if not may_stall(state.controller, fol, f) or not cfg.allows(state.budget, ISR_SHRINKS):
         return None
     return state.with_broker(f, replace(fol, stalled=True))
