@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from operator import attrgetter, itemgetter
 
 from kafkamc.checker.components import UNKNOWN, Components, Fresh, store
+from kafkamc.checker.equivariance import EVERY, FIRST, check_candidates
 from kafkamc.checker.outcomes import Outcomes, StepCache
 from kafkamc.spec import symmetry
 from kafkamc.spec.config import Config
@@ -44,6 +45,7 @@ class FastSuccessors:
         self.cand_key: list = [None] + [itemgetter(b, 0, self.n + 2) for b in cfg.brokers]
         self.cand_caches: list = [None] + [{} for _ in cfg.brokers]
         self.observe_cache: dict = {}
+        self.observe_wide: frozenset | None = None  # parts observe read beyond the usual key
         # With symmetry over a pool (checker FastModel.pooled), the kinds of action whose
         # successors need relabelling (spec/next.py moves_replicas), and how to fingerprint them.
         self.relabelled: frozenset = frozenset()
@@ -97,7 +99,12 @@ class FastSuccessors:
         n = self.n
         local = {0, b, n + 2, n + 2 + b}
         out = []
-        for a in self.candidates_of(comps[0], comps[b], comps[n + 2], b):
+        actions = self.candidates_of(comps[0], comps[b], comps[n + 2], b)
+        runs = self.outcomes.candidate_runs
+        runs[b] += 1
+        if self.cfg.symmetry and (runs[b] <= FIRST or runs[b] % EVERY == 0):
+            check_candidates(self.model, comps[0], comps[b], comps[n + 2], b, actions)
+        for a in actions:
             sc = self.cache_of(a)
             fixed = None
             if not self.verify and (sc.reads is None or sc.reads <= local):
@@ -129,18 +136,36 @@ class FastSuccessors:
 
     def observe_key(self, comps: list) -> tuple:
         """The observe cache's key: the controller, the ghost, and each broker that serves
-        reads or that the controller names leader (0 for any other). spec.hw.observe reads
-        only `alive` and `leader` of a broker that does not lead, and contributes nothing
-        from it; the quiet test reads the controller and the broker it names leader."""
+        reads or that the controller names leader (0 for any other). That is what spec.hw.observe
+        was recorded reading (Outcomes.observed checks every run): whether each broker serves
+        reads, and only a serving broker's fields; the quiet test reads the controller and the
+        broker it names leader. A part a run read beyond that joins the key for good (wide)."""
         leader = comps[0].leader
+        if self.observe_wide is None:
+            return (
+                id(comps[0]),
+                id(comps[self.n + 1]),
+                *[
+                    id(x) if b == leader or (x.leader == b and x.alive) else 0
+                    for b, x in enumerate(comps[1 : self.n + 1], 1)
+                ],
+            )
+        wide = self.observe_wide
         return (
             id(comps[0]),
             id(comps[self.n + 1]),
             *[
-                id(x) if b == leader or (x.leader == b and x.alive) else 0
+                id(x) if b == leader or b in wide or (x.leader == b and x.alive) else 0
                 for b, x in enumerate(comps[1 : self.n + 1], 1)
             ],
+            *[id(comps[p]) for p in sorted(wide) if p > self.n],
         )
+
+    def widen_observation(self, parts: set) -> None:
+        """Key observations on these parts too (brokers read while not serving reads, the
+        budget): a spec whose observe reads more is followed exactly, with fewer cache hits."""
+        self.observe_wide = frozenset(parts) | (self.observe_wide or frozenset())
+        self.observe_cache.clear()
 
     def _observe_miss(self, comps: list, key: tuple) -> list:
         """[ghost, fingerprint XOR, quiet, the quiet test it is of, the ghost's serial number]
@@ -148,7 +173,9 @@ class FastSuccessors:
         miss of the observe cache (its key: observe_key). The quiet value and test are filled
         by transitions()."""
         G = self.n + 1
-        g = self.outcomes.observed(comps)
+        g, widened = self.outcomes.observed(comps)
+        if widened:
+            key = self.observe_key(comps)
         out = [g, self.components.delta(G, comps[G], g), None, None, self.components.serial[id(g)]]
         store(self.observe_cache, key, out)
         return out
@@ -201,6 +228,8 @@ class FastSuccessors:
         for b in range(1, G):
             if okey[b + 1]:
                 touch |= 1 << b
+        if self.observe_wide is not None and G + 1 in self.observe_wide:
+            touch |= 1 << (G + 1)  # observe reads the budget
         index = -1
         cand_caches, cand_key = self.cand_caches, self.cand_key
         for b in range(1, G):
@@ -327,11 +356,14 @@ class FastModel:
 
     Successors come from FastSuccessors; with config.symmetry, fingerprints are those of
     canonical states (spec/symmetry.py); the states themselves, and so every trace, stay
-    the real ones. `actions` replaces spec.next.NEXT (tests change a step this way).
+    the real ones. `actions` replaces spec.next.NEXT and `observation` spec.hw.observe (tests
+    change a step this way).
     """
 
-    def __init__(self, config: Config, verify: bool = False, actions: tuple[Action, ...] | None = None):
-        self.spec = Model(config, actions)
+    def __init__(
+        self, config: Config, verify: bool = False, actions: tuple[Action, ...] | None = None, observation=None
+    ):
+        self.spec = Model(config, actions) if observation is None else Model(config, actions, observation=observation)
         self.config = self.spec.config
         self.fast = FastSuccessors(self.spec, verify)
         self.in_order = tuple(range(1, self.config.rf + 1))

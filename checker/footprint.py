@@ -19,6 +19,8 @@ n+1 the ghost, n+2 the budget, n+2+b only broker b's `stalled` flag.
 
 from __future__ import annotations
 
+from collections import _tuplegetter  # type: ignore[attr-defined]  # NamedTuple's own field getter
+
 from kafkamc.spec.state import State
 
 _new = tuple.__new__
@@ -28,61 +30,130 @@ def _compile_replace():
     """RecordingState.__replace__: State's fields by keyword (from State._fields), the
     reads set carried along; built once, as spec/state.py builds each record's replace."""
     names = State._fields
-    items = ", ".join(f"self[{i}] if {n} is _UNSET else {n}" for i, n in enumerate(names))
+    own = ("_c", "_bs", "_g", "_u")  # RecordingState's unrecorded getters, in State's field order
+    items = ", ".join(f"self.{own[i]} if {n} is _UNSET else {n}" for i, n in enumerate(names))
     params = ", ".join(f"{n}=_UNSET" for n in names)
     ns: dict = {"_UNSET": object(), "_new": _new}
-    exec(f"def __replace__(self, *, {params}):\n    return _new(type(self), ({items}, self[{len(names)}]))\n", ns)
+    exec(f"def __replace__(self, *, {params}):\n    return _new(type(self), ({items}, self._reads))\n", ns)
     return ns["__replace__"]
 
 
 class RecordingState(State):
     """A State whose component reads are noted in a set it carries after its four fields
     (a fifth tuple item: no instance dict to build on every run); the states a step
-    derives from it (with_broker, replace) note into the same set. Its items are read
-    with self[i], tuple's own indexing: a recorded read costs a few hundred instructions
-    more than a plain one, where a call through tuple.__getitem__ cost two thousand."""
+    derives from it (with_broker, replace) note into the same set.
+
+    Every way to read it is recorded: the accessors note their part; indexing, unpacking,
+    comparing, hashing and the tuple methods note every part they can see. Its own items are
+    read through C-level item getters (the same cost as a plain attribute), never through
+    indexing, which is what a step would use to slip past the record."""
 
     __slots__ = ()
+    _c = _tuplegetter(0, None)
+    _bs = _tuplegetter(1, None)
+    _g = _tuplegetter(2, None)
+    _u = _tuplegetter(3, None)
+    _reads = _tuplegetter(4, None)
 
-    @staticmethod
-    def of(state: tuple, reads: set) -> RecordingState:
-        return _new(RecordingState, (state[0], state[1], state[2], state[3], reads))
+    @classmethod
+    def of(cls, state: tuple, reads: set) -> RecordingState:
+        return _new(cls, (state[0], state[1], state[2], state[3], reads))
 
     @property
     def controller(self):
-        self[4].add(0)
-        return self[0]
+        self._reads.add(0)
+        return self._c
 
     @property
     def brokers(self):
-        brokers = self[1]
-        self[4].update(range(1, len(brokers) + 1))
+        brokers = self._bs
+        self._reads.update(range(1, len(brokers) + 1))
         return brokers
 
     @property
     def ghost(self):
-        self[4].add(len(self[1]) + 1)
-        return self[2]
+        self._reads.add(len(self._bs) + 1)
+        return self._g
 
     @property
     def budget(self):
-        self[4].add(len(self[1]) + 2)
-        return self[3]
+        self._reads.add(len(self._bs) + 2)
+        return self._u
 
     def broker(self, b: int):
-        self[4].add(b)  # type: ignore[misc]  # the fifth item, which State's type does not know
-        return self[1][b - 1]
+        self._reads.add(b)
+        return self._bs[b - 1]
 
     def is_stalled(self, b: int) -> bool:
-        self[4].add(len(self[1]) + 2 + b)  # type: ignore[misc]
-        return self[1][b - 1].stalled
+        self._reads.add(len(self._bs) + 2 + b)
+        return self._bs[b - 1].stalled
 
     def with_broker(self, b: int, broker) -> RecordingState:
-        bs: list = list(self[1])
+        bs: list = list(self._bs)
         bs[b - 1] = broker
-        return _new(RecordingState, (self[0], tuple(bs), self[2], self[3], self[4]))  # type: ignore[misc]
+        return _new(type(self), (self._c, tuple(bs), self._g, self._u, self._reads))
+
+    def _all(self) -> tuple:
+        """The four fields, every part noted as read (for a read that sees them all)."""
+        self._reads.update(range(len(self._bs) + 3))
+        return (self._c, self._bs, self._g, self._u)
+
+    def __getitem__(self, i):
+        if isinstance(i, int) and -4 <= i < 4:
+            return (RecordingState.controller, RecordingState.brokers, RecordingState.ghost, RecordingState.budget)[
+                i
+            ].__get__(self)
+        return self._all()[i]
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return 4
 
     __replace__ = _compile_replace()
+
+
+def _seeing_all(name: str):
+    """A tuple method run on the four fields, every part noted as read."""
+    method = getattr(tuple, name)
+    return lambda self, *args: method(self._all(), *args)
+
+
+for _name in (
+    "__eq__",
+    "__ne__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+    "__hash__",
+    "__contains__",
+    "__add__",
+    "__mul__",
+    "__rmul__",
+    "count",
+    "index",
+    "__repr__",
+    "__reduce__",
+    "__getnewargs__",
+):
+    setattr(RecordingState, _name, _seeing_all(_name))
+RecordingState._replace = lambda self, **changes: self.__replace__(**changes)  # type: ignore[method-assign]
+RecordingState._asdict = lambda self: dict(zip(State._fields, self._all()))  # type: ignore[method-assign]
+
+
+class ObservingState(RecordingState):
+    """A RecordingState for spec.hw.observe: whether broker b serves reads (State.leads) is
+    noted as that flag alone (part -b), not as the whole broker, so that observations are
+    keyed on the brokers that serve reads (checker/fast.py observe_key)."""
+
+    __slots__ = ()
+
+    def leads(self, b: int) -> bool:
+        self._reads.add(-b)
+        br = self._bs[b - 1]
+        return br.alive and br.leader == b
 
 
 def recorded(fn, cfg, state: State, *args) -> tuple:

@@ -19,8 +19,8 @@ from operator import itemgetter
 from typing import Any
 
 from kafkamc.checker.components import store
-from kafkamc.checker.footprint import RecordingState, recorded
-from kafkamc.spec.hw import observe
+from kafkamc.checker.equivariance import EVERY, FIRST, check_step
+from kafkamc.checker.footprint import ObservingState, RecordingState, recorded
 from kafkamc.spec.rpc import RoundTrip
 from kafkamc.spec.state import State
 
@@ -42,13 +42,14 @@ class StepCache:
     Determinism makes that sound: states that agree on the key run the same way up to
     their first read outside it, so they all read outside it."""
 
-    __slots__ = ("reads", "key", "store", "halves")
+    __slots__ = ("reads", "key", "store", "halves", "runs")
 
     def __init__(self, reads=None) -> None:
         self.reads: frozenset | None = reads
         self.key = _no_parts if not reads else _getter(reads)
         self.store: dict = {}
         self.halves: tuple | None = None  # a RoundTrip's (handle, receive) StepCaches; kept on a rekey
+        self.runs = 0  # misses so far (checker/equivariance.py spot-checks some of them)
 
     def _rekey(self, reads: frozenset) -> None:
         self.reads, self.key, self.store = reads, _getter(reads) if reads else _no_parts, {}
@@ -89,9 +90,9 @@ class Outcomes:
         self.cfg = fast.cfg
         self.n = fast.n
         self.steps = fast.model.steps
-        # What observe may read: the controller, the brokers and the ghost (the observe cache's
-        # key, FastSuccessors.observe_key, which keeps a broker only when it serves reads).
-        self.observe_reads = frozenset(range(self.n + 2))
+        # Under the symmetry reduction every step run on a miss is checked to be equivariant.
+        self.symmetric = self.cfg.symmetry
+        self.candidate_runs = [0] * (self.n + 1)  # candidate misses per broker, for the spot checks
 
     def changes(self, comps: list, nxt: State, reads: set) -> tuple:
         """((position, interned component), ...) where nxt (a State or a RecordingState: its
@@ -99,7 +100,11 @@ class Outcomes:
         replaced (even by an equal value) counts as read."""
         intern, tags = self.fast.components.intern, self.fast.tags
         out = []
-        for i, x in enumerate((nxt[0], *nxt[1], nxt[2], nxt[3])):
+        if nxt.__class__ is State:
+            items = (nxt[0], *nxt[1], nxt[2], nxt[3])
+        else:  # a RecordingState: read without noting (its own indexing notes every part)
+            items = (nxt._c, *nxt._bs, nxt._g, nxt._u)  # type: ignore[attr-defined]
+        for i, x in enumerate(items):
             if x is not comps[i]:
                 reads.add(i)
                 x = intern(x, tags[i])
@@ -110,6 +115,9 @@ class Outcomes:
     def run(self, sc: StepCache, state: State, comps: list, parts: list, action) -> tuple:
         """(outcomes, reads) of one action (sc: its StepCache) from a state made of interned comps."""
         step = self.steps[type(action)]
+        sc.runs += 1
+        if self.symmetric and (sc.runs <= FIRST or sc.runs % EVERY == 0):
+            check_step(self.fast.model, state, action, self.fast.model.unobserved_step(state, action))
         if step.__class__ is RoundTrip:
             if sc.halves is None:
                 sc.halves = (StepCache(), StepCache())
@@ -191,18 +199,30 @@ class Outcomes:
         out += [(n + 2 + i, x.stalled) for i, x in changed if 1 <= i <= n]
         return tuple(out)
 
-    def observed(self, comps: list):
-        """The ghost after it observes the brokers serving reads in a state made of comps.
-        Observation is cached on the controller, the ghost and those brokers; every run
-        checks that spec.hw.observe read no other part (the budget, the stalled flags)."""
+    def observed(self, comps: list) -> tuple:
+        """(the ghost after it observes the brokers serving reads in a state made of comps,
+        whether the observe key had to widen). Observation is cached on the controller, the
+        ghost and the brokers that serve reads (FastSuccessors.observe_key); every run is
+        recorded, and a part it read beyond that key (a broker that serves no reads, the
+        budget) joins the key from then on."""
         fast, n = self.fast, self.n
         reads: set = set()
         G = n + 1
-        out = observe(self.cfg, _new(RecordingState, (comps[0], tuple(comps[1:G]), comps[G], comps[G + 1], reads)))
-        if not reads <= self.observe_reads:
-            raise AssertionError(
-                f"spec.hw.observe read state parts {sorted(reads - self.observe_reads)} beyond the "
-                "controller, the brokers and the ghost, which the fast path keys observations "
-                "on (checker/fast.py observe_key)"
-            )
-        return fast.components.intern(out[2], fast.tags[n + 1])  # its ghost (read, not recorded)
+        state = ObservingState.of((comps[0], tuple(comps[1:G]), comps[G], comps[G + 1]), reads)
+        out = fast.model.observation(self.cfg, state)
+        leader, wide = comps[0].leader, fast.observe_wide or NOTHING
+        beyond = set()
+        for p in reads:
+            if p <= 0 or p == G:
+                continue  # a serving flag (-b), the controller, the ghost: always in the key
+            if p == G + 1:
+                beyond.add(p)  # the budget
+                continue
+            b = p if p <= n else p - n - 2  # a stalled flag (n + 2 + b) is its broker's
+            x = comps[b]
+            if not (b == leader or b in wide or (x.alive and x.leader == b)):
+                beyond.add(b)
+        if beyond - wide:
+            fast.widen_observation(beyond)
+        ghost = out._g if isinstance(out, ObservingState) else out.ghost  # read, not noted
+        return fast.components.intern(ghost, fast.tags[n + 1]), bool(beyond - wide)

@@ -120,15 +120,17 @@ def observe(cfg: Config, state: State) -> State:
       HighWatermarkMonotonic holds the true leader to it: a consumer that read from a
       zombie and then follows the new leader must not see the HW go back.
 
-    Only a serving broker's fields other than `alive` and `leader` are read, which the fast
-    path's observation key relies on (checker/fast.py).
+    Whether a broker serves reads is asked through State.leads, and only then is the broker
+    read: the fast path keys observations on what this function was recorded reading
+    (checker/fast.py observe_key), so a broker read otherwise is keyed on too.
     """
     g = state.ghost
     committed, hw_seen = g.committed, g.hw_seen
     n = len(g.committed)
-    for b, br in enumerate(state.brokers, 1):
-        if not (br.alive and br.leader == b):
+    for b in cfg.brokers:
+        if not state.leads(b):
             continue
+        br = state.broker(b)
         if br.hw > len(committed) or (br.hw == len(committed) > n):
             exposed = tuple(rec for _epoch, rec in br.log[: br.hw])
             if exposed[:n] == g.committed and (len(exposed) > len(committed) or exposed < committed):

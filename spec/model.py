@@ -7,7 +7,7 @@ fast path there derives its caches from these same functions.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import permutations
 
 from kafkamc.spec import next as spec_next
@@ -22,18 +22,26 @@ class Model:
     """Kafka partition replication as a transition system.
 
     `actions` is the ordered list of actions (spec.next.NEXT unless given: tests pass a
-    changed list to check that every engine follows the step functions it is given).
+    changed list to check that every engine follows the step functions it is given), and
+    `observation` the ghost's observation (spec.hw.observe unless given), likewise.
     With config.symmetry, canonical() maps a state to its relabelling with the assignment
     in order 1..rf (spec/symmetry.py); states and traces stay the real ones.
     """
 
-    def __init__(self, config: Config, actions: tuple[Action, ...] | None = None, search: bool = True):
+    def __init__(
+        self,
+        config: Config,
+        actions: tuple[Action, ...] | None = None,
+        search: bool = True,
+        observation: Callable[[Config, State], State] = observe,
+    ):
         # A search checks its bounds against what it can cover; trace validation
         # (realkafka/validate.py) follows a real run, whose records are not bounded.
         self.config = config.validated() if search else config
         self.actions: tuple[Action, ...] = spec_next.NEXT if actions is None else tuple(actions)
         self.steps = {a.type: a.step for a in self.actions}
         self.candidate_fns = tuple(a.candidates for a in self.actions)
+        self.observation = observation  # how the ghost observes a state (spec.hw.observe unless given)
 
     def initial_states(self) -> list[State]:
         """One per replica assignment order: which broker is preferred, which is tried next."""
@@ -60,11 +68,11 @@ class Model:
         return [out] if isinstance(out, State) else list(out)
 
     def observe(self, state: State) -> State:
-        return observe(self.config, state)
+        return self.observation(self.config, state)
 
     def step(self, state: State, action) -> list[State]:
         """All states `action` can lead to from `state` (empty when its guard fails)."""
-        return [observe(self.config, s) for s in self.unobserved_step(state, action)]
+        return [self.observation(self.config, s) for s in self.unobserved_step(state, action)]
 
     def successors(self, state: State) -> Iterator[tuple[object, State]]:
         for action in self.candidates(state):

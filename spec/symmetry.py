@@ -16,6 +16,8 @@ exact, with no approximation.
 from __future__ import annotations
 
 import marshal
+from dataclasses import fields
+from dataclasses import replace as dataclass_replace
 from itertools import permutations
 
 from kafkamc.spec.state import Broker, Controller, State, members, replace
@@ -85,6 +87,22 @@ def relabel_broker(br: Broker, perm: tuple) -> Broker:
         alter=alter,
         ineligible=_mask(br.ineligible, perm),
     )
+
+
+# An action's fields that hold broker ids, by name (a single id, or a tuple of them); every
+# other field (a record's value, how much of a log survives) is left as it is.
+BROKER_FIELDS = frozenset({"broker", "leader", "follower", "preferred", "isr", "target", "removing"})
+
+
+def relabel_action(action, perm: tuple):
+    """The same action for the relabelled brokers: Fetch(follower=2, leader=1) under 1<->2 is
+    Fetch(follower=1, leader=2)."""
+    changes = {}
+    for f in fields(action):
+        v = getattr(action, f.name)
+        if f.name in BROKER_FIELDS and v is not None:
+            changes[f.name] = tuple(_id(b, perm) for b in v) if isinstance(v, tuple) else _id(v, perm)
+    return dataclass_replace(action, **changes) if changes else action
 
 
 def relabel(state: State, perm: tuple) -> State:

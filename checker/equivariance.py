@@ -1,0 +1,93 @@
+"""Whether the spec treats broker ids as names only, checked as the search goes.
+
+The symmetry reduction (spec/symmetry.py) counts one state per class of relabellings. It is
+exact only if every step is equivariant: relabelling the brokers of a state and of an
+action gives the relabelled successors. A spec edit that singles out a broker by its id
+breaks that, and the reduced search would then miss states without a sign. So each time
+the fast path runs a step function or a broker's candidates on a cache miss, it may also
+run them on the state relabelled by a transposition of the action's broker with the next
+one, and stop with a SymmetryError if they are not the relabelled ones.
+
+Which misses are checked: the first ones of each action (and of each broker's candidates), then one in
+EVERY. A change that singles out a broker shows on many states, so it is found within the
+first misses; checking every miss would double what misses cost (the search spends about
+half its time in them). `kafkamc check --verify` checks every state it samples in full.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from kafkamc.spec import symmetry
+from kafkamc.spec.state import State
+
+FIRST, EVERY = 4, 256  # the misses checked: the first FIRST of each action, then one in EVERY
+
+
+class FastPathError(Exception):
+    """The fast path cannot follow this spec: what differed, at which step and state."""
+
+
+class SymmetryError(FastPathError):
+    pass
+
+
+def transposition(b: int, n: int) -> tuple:
+    """The permutation (as spec.symmetry takes it) that swaps broker b with the next one."""
+    other = b % n + 1
+    perm = list(range(1, n + 1))
+    perm[b - 1], perm[other - 1] = other, b
+    return tuple(perm)
+
+
+def first_broker(action) -> int | None:
+    for f in fields(action):
+        v = getattr(action, f.name)
+        if f.name in symmetry.BROKER_FIELDS and isinstance(v, int) and v > 0:
+            return v
+    return None
+
+
+def plain(state) -> State:
+    """A State with the same four fields (a RecordingState's read without noting them)."""
+    return State(*tuple.__getitem__(state, slice(0, 4))) if type(state) is not State else state
+
+
+def check_step(model, state: State, action, successors) -> None:
+    """Stop unless the step of `action` from the relabelled state gives the relabelled
+    successors (as sets, before the ghost observes them). `successors`: what the step gave."""
+    n = len(model.config.brokers)
+    b = first_broker(action)
+    if n < 2 or b is None:
+        return
+    perm = transposition(b, n)
+    expected = {symmetry.relabel(plain(x), perm) for x in successors}
+    moved, relabelled = symmetry.relabel(state, perm), symmetry.relabel_action(action, perm)
+    got = set(model.unobserved_step(moved, relabelled))
+    if got != expected:
+        swap = f"{b}<->{b % n + 1}"
+        raise SymmetryError(
+            f"{type(action).__name__} is not symmetric in the broker ids: swapping brokers {swap} in "
+            f"the state and in {action} gives {len(got)} successor(s) ({len(got - expected)} not the swapped "
+            f"ones), where the swapped successors are {len(expected)}; the symmetry reduction would miss "
+            f"states. The state: {state}"
+        )
+
+
+def check_candidates(model, c, br, u, b: int, actions) -> None:
+    """Stop unless broker b's candidate actions, by kind, are those of the relabelled broker
+    in the relabelled controller (candidates read only those: their signature)."""
+    n = len(model.config.brokers)
+    if n < 2:
+        return
+    perm = transposition(b, n)
+    other = perm[b - 1]
+    theirs = model.broker_candidates(symmetry.relabel_controller(c, perm), symmetry.relabel_broker(br, perm), u, other)
+    mine = sorted(type(a).__name__ for a in actions)
+    if sorted(type(a).__name__ for a in theirs) != mine:
+        raise SymmetryError(
+            f"the candidate actions of broker {b} are not symmetric in the broker ids: broker {b} gets "
+            f"{mine}, broker {other} in the state with {b}<->{other} swapped gets "
+            f"{sorted(type(a).__name__ for a in theirs)}; the symmetry reduction would miss states. "
+            f"The controller: {c}"
+        )

@@ -1,0 +1,104 @@
+"""Spec edits the fast path must follow exactly, or refuse with a clear error.
+
+A new engineer edits spec/ and runs `kafkamc check`. The fast path caches what the spec
+computes (checker/fast.py, outcomes.py, footprint.py) and reduces by symmetry
+(spec/symmetry.py); each edit here once slipped past it with no warning (issue 32):
+- spec.hw.observe made to read brokers that serve no reads (the observation's cache key
+  was written by hand);
+- a guard that reads the state through a tuple index (only the accessors were recorded);
+- BrokerHeartbeat made to unfence only broker 1 (breaks the symmetry the reduction assumes).
+The first two must now be followed exactly (the same count as a plain search of the spec);
+the third stops the check with a SymmetryError that names the step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from kafkamc.checker.equivariance import SymmetryError
+from kafkamc.checker.explorer import explore
+from kafkamc.checker.fast import FastModel
+from kafkamc.checker.reference import explore_reference
+from kafkamc.spec import broker_lifecycle as lc
+from kafkamc.spec import produce as pr
+from kafkamc.spec.config import Config
+from kafkamc.spec.hw import observe
+from kafkamc.spec.model import Model
+from kafkamc.spec.next import NEXT
+from kafkamc.spec.state import replace
+
+
+def observe_follower_leo(cfg, state):
+    """spec.hw.observe, edited: a consumer's HW also takes the log end of every live broker
+    that does not lead (a plausible-looking slip: it reads the followers)."""
+    nxt = observe(cfg, state)
+    top = max(
+        (len(state.broker(b).log) for b in cfg.brokers if not state.leads(b) and state.broker(b).alive), default=0
+    )
+    if top <= nxt.ghost.hw_seen:
+        return nxt
+    return replace(nxt, ghost=replace(nxt.ghost, hw_seen=top))
+
+
+def produce_unless_read(cfg, state, a):
+    """Produce, edited: its guard reads the ghost through the state's tuple index."""
+    if state[2].hw_seen > 0:
+        return None
+    return pr.produce(cfg, state, a)
+
+
+def heartbeat_broker_one(cfg, state, a):
+    """BrokerHeartbeat, edited: only broker 1 is ever unfenced."""
+    return lc.broker_heartbeat(cfg, state, a) if a.broker == 1 else None
+
+
+def heartbeat_candidates_one(cfg, c, br, u, b):
+    return lc.heartbeat_candidates(cfg, c, br, u, b) if b == 1 else ()
+
+
+def with_step(action_type, step=None, candidates=None) -> tuple:
+    out = []
+    for a in NEXT:
+        if a.type is action_type:
+            a = dataclasses.replace(a, step=step or a.step, candidates=candidates or a.candidates)
+        out.append(a)
+    return tuple(out)
+
+
+def counts(cfg, **edit) -> tuple[int, int]:
+    """(distinct states of the fast engine, of a plain search of the spec), no invariants."""
+    fast = explore(FastModel(cfg, **edit)).distinct_states
+    plain = explore_reference(Model(cfg, **edit)).distinct_states
+    return fast, plain
+
+
+OBSERVE_CFG = dict(rf=2, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1)
+
+
+def test_an_observe_that_reads_followers_is_followed_exactly():
+    cfg = Config(**OBSERVE_CFG, symmetry=False)
+    # Before observe's reads were recorded: 10,691 against 9,548 (keyed on serving brokers only).
+    assert counts(cfg, observation=observe_follower_leo) == (9548, 9548)
+
+
+def test_a_guard_reading_a_tuple_index_is_followed_exactly():
+    cfg = Config(**OBSERVE_CFG, symmetry=False)
+    # Before indexing was recorded: 5,556 against 6,604 (an outcome reused across ghosts).
+    assert counts(cfg, actions=with_step(pr.Produce, step=produce_unless_read)) == (6604, 6604)
+
+
+FENCE_CFG = dict(rf=2, minisr=2, max_records=1, max_clean_shutdowns=1, max_hard_crashes=0, max_fences=1)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [dict(step=heartbeat_broker_one), dict(candidates=heartbeat_candidates_one)],
+    ids=["in the step", "in the candidates"],
+)
+def test_a_step_that_singles_out_a_broker_stops_the_check(edit):
+    cfg = Config(**FENCE_CFG)
+    # Before: 26,591 states from every engine, the reference's included, with no warning.
+    with pytest.raises(SymmetryError, match="not symmetric in the broker ids") as err:
+        explore(FastModel(cfg, actions=with_step(lc.BrokerHeartbeat, **edit)))
+    assert "BrokerHeartbeat" in str(err.value)
