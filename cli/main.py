@@ -9,7 +9,6 @@ import sys
 
 import click
 from kafkamc.checker.explorer import STRATEGIES, Limits
-from kafkamc.checker.run import run_check
 from kafkamc.cli.common import (
     EXIT_HOLDS,
     EXIT_INCOMPLETE,
@@ -34,6 +33,7 @@ from kafkamc.cli.summary import print_run
 from kafkamc.invariants.catalog import INVARIANTS
 from kafkamc.invariants.liveness import CATALOG as LIVENESS
 from kafkamc.invariants.properties import PropertiesError, PropertyFile
+from kafkamc.jobs.run import run_check
 from kafkamc.spec.config import ConfigError
 from kafkamc.spec.protocol import ERAS, NEWEST, PRESETS, RULES
 from kafkamc.traces.trace import TraceError
@@ -303,7 +303,7 @@ def list_protocols(as_json):
 @click.option("--json", "as_json", is_flag=True, help="print the cells as JSON")
 def durability(max_rf, era, as_json):
     """Compute the RF x min.insync.replicas durability table with the checker."""
-    from kafkamc.checker.durability import durability_table
+    from kafkamc.jobs.durability import durability_table
     from rich.table import Table
 
     protocol = build_protocol(era, (), None)
@@ -347,7 +347,7 @@ def durability(max_rf, era, as_json):
 def tradeoff(max_rf, as_json):
     """Compute KIP-966's trade-off: can the partition stay offline with a replica up, can
     committed data be lost, per RF x min ISR with ELR and unclean election on and off."""
-    from kafkamc.checker.tradeoff import tradeoff_table
+    from kafkamc.jobs.tradeoff import tradeoff_table
     from rich.table import Table
 
     console = make_console(stderr=True)
@@ -398,7 +398,7 @@ def bench(as_json, everything, names):
     """Time the engines on a fixed table of configurations; each run in a fresh process.
 
     Without options: the default check with and without symmetry reduction."""
-    from kafkamc.checker.bench import QUICK, RUNS, run_table
+    from kafkamc.jobs.bench import QUICK, RUNS, run_table
 
     for name in names:
         if name not in RUNS:

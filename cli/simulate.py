@@ -8,10 +8,10 @@ never "holds".
 from __future__ import annotations
 
 import click
-from kafkamc.checker.run import CheckRun
 from kafkamc.checker.simulate import NO_VIOLATION, SimResult, Simulation
 from kafkamc.cli.common import UsageProblem, only_with
 from kafkamc.invariants.liveness import is_liveness
+from kafkamc.jobs.run import CheckRun
 
 SIMULATE_ONLY = ("walks", "walk_depth", "seed")
 DEFAULTS = Simulation()

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kafkamc.checker.run import CheckRun
 from kafkamc.cli.common import make_console
 from kafkamc.invariants.liveness import FAIRNESS
+from kafkamc.jobs.run import CheckRun
 from kafkamc.spec.next import BOUNDS
 from kafkamc.spec.protocol import NEWEST, PRESETS
 from kafkamc.traces import render as render_mod

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-FOLDERS = ["spec", "checker", "invariants", "traces", "cli", "realkafka"]
+FOLDERS = ["spec", "checker", "invariants", "traces", "jobs", "cli", "realkafka"]
 
 
 @pytest.mark.parametrize("name", FOLDERS)
