@@ -32,6 +32,7 @@ from kafkamc.cli.simulate import simulate_options, simulation_settings
 from kafkamc.cli.summary import print_run
 from kafkamc.invariants.catalog import INVARIANTS
 from kafkamc.invariants.liveness import CATALOG as LIVENESS
+from kafkamc.invariants.liveness import is_liveness
 from kafkamc.invariants.properties import PropertiesError, PropertyFile
 from kafkamc.jobs.run import run_check
 from kafkamc.spec.config import ConfigError
@@ -173,6 +174,9 @@ def check(
         if name.lower() not in known:
             raise UsageProblem(f"unknown invariant {name!r}; `kafkamc invariants` lists them")
     names = [known[n.lower()] for n in invariants] or None
+    if strategy != "bfs" and (liveness or any(is_liveness(n) for n in names or ())):
+        # The liveness graph is built breadth-first whatever the flag says (shortest lasso stems).
+        raise UsageProblem("liveness is checked breadth-first only; drop --strategy dfs")
     limits = Limits(max_states=max_states, time_limit=time_limit, max_depth=max_depth)
     spark = spark_settings(engine, strategy, spark_master, partitions, checkpoint_dir, spark_conf, spill_dir)
     run = _run_spark_safely(
@@ -194,10 +198,8 @@ def check(
         click.echo(json.dumps(run.summary(), indent=1))
     else:
         print_run(run)
-    if reach and run.result.verdict == "holds":
-        return EXIT_VIOLATED  # exhausted without reaching the target: unreachable within the bounds
     verdicts = {"holds": EXIT_HOLDS, "reached": EXIT_HOLDS, "violated": EXIT_VIOLATED, "incomplete": EXIT_INCOMPLETE}
-    return {**verdicts, "no violation found": EXIT_HOLDS}[run.result.verdict]
+    return {**verdicts, "unreachable": EXIT_VIOLATED, "no violation found": EXIT_HOLDS}[run.verdict()]
 
 
 def _run_spark_safely(
