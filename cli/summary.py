@@ -69,6 +69,7 @@ def print_run(run: CheckRun) -> None:
         )
     if run.liveness is not None:
         _print_liveness(console, run)
+    v = r.violation
     if r.strategy == "simulate":  # --simulate: the walks' numbers, and a verdict that is never "holds"
         from kafkamc.cli.simulate import print_simulation
 
@@ -90,8 +91,7 @@ def print_run(run: CheckRun) -> None:
             )
             + (f"; every liveness property ({', '.join(live)}) holds under its fairness assumptions" if live else "")
         )
-    elif r.verdict == "violated" and r.violation.loop is not None:
-        v = r.violation
+    elif r.verdict == "violated" and v is not None and v.loop is not None:
         cycle = v.length - v.loop
         console.print(
             f"[bold red]violated[/bold red]: {v.invariant} never happens: a lasso of {v.loop} steps to a "
@@ -102,8 +102,7 @@ def print_run(run: CheckRun) -> None:
             )
             + f" (shortest stem); trace {_saved(run)}"
         )
-    elif r.verdict == "violated":
-        v = r.violation
+    elif r.verdict == "violated" and v is not None:
         console.print(
             f"[bold red]violated[/bold red]: {v.invariant} after {v.length} steps "
             f"(shortest: {'yes' if r.strategy == 'bfs' else 'not guaranteed with dfs'}); "
