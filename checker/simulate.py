@@ -299,7 +299,7 @@ def simulate(
 def run_simulation(
     model, suite, sim: Simulation, limits: Limits, progress, workers: int, spark, invariants, properties
 ):
-    """What `kafkamc check --simulate` runs (checker/run.py): in this process, across forked
+    """What `kafkamc check --simulate` runs (jobs/run.py): in this process, across forked
     workers, or on Spark when `spark` (run.SparkSettings) is given."""
     if spark is None:
         return simulate(model, suite, sim, limits, progress, workers)

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-PACKAGES = ("spec", "checker", "invariants", "traces", "cli")  # the kafkamc.* sub-packages
+PACKAGES = ("spec", "checker", "invariants", "traces", "jobs", "cli")  # the kafkamc.* sub-packages
 
 
 class SparkUnavailable(Exception):

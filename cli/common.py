@@ -211,7 +211,7 @@ def spark_settings(engine, strategy, master, partitions, checkpoint_dir, conf, s
         raise UsageProblem("--engine reference runs breadth-first only; drop --strategy dfs")
     if engine != "spark":
         return None
-    from kafkamc.checker.run import SparkSettings
+    from kafkamc.jobs.run import SparkSettings
 
     if strategy != "bfs":
         raise UsageProblem("--engine spark runs breadth-first only; drop --strategy dfs")

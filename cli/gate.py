@@ -97,7 +97,7 @@ def gate(file, junit, out_dir):
 
     Exit 0 when every expectation is met, 1 otherwise, 2 for a bad gate file.
     """
-    from kafkamc.checker.gate import GateError, config_summary, junit_xml, load_gate, run_entry
+    from kafkamc.jobs.gate import GateError, config_summary, junit_xml, load_gate, run_entry
 
     try:
         entries = load_gate(file, warn=lambda message: click.echo(f"kafkamc: warning: {message}", err=True))

@@ -9,7 +9,6 @@ import sys
 
 import click
 from kafkamc.checker.explorer import STRATEGIES, Limits
-from kafkamc.checker.run import run_check
 from kafkamc.cli.common import (
     EXIT_HOLDS,
     EXIT_INCOMPLETE,
@@ -33,7 +32,9 @@ from kafkamc.cli.simulate import simulate_options, simulation_settings
 from kafkamc.cli.summary import print_run
 from kafkamc.invariants.catalog import INVARIANTS
 from kafkamc.invariants.liveness import CATALOG as LIVENESS
+from kafkamc.invariants.liveness import is_liveness
 from kafkamc.invariants.properties import PropertiesError, PropertyFile
+from kafkamc.jobs.run import run_check
 from kafkamc.spec.config import ConfigError
 from kafkamc.spec.protocol import ERAS, NEWEST, PRESETS, RULES
 from kafkamc.traces.trace import TraceError
@@ -173,6 +174,9 @@ def check(
         if name.lower() not in known:
             raise UsageProblem(f"unknown invariant {name!r}; `kafkamc invariants` lists them")
     names = [known[n.lower()] for n in invariants] or None
+    if strategy != "bfs" and (liveness or any(is_liveness(n) for n in names or ())):
+        # The liveness graph is built breadth-first whatever the flag says (shortest lasso stems).
+        raise UsageProblem("liveness is checked breadth-first only; drop --strategy dfs")
     limits = Limits(max_states=max_states, time_limit=time_limit, max_depth=max_depth)
     spark = spark_settings(engine, strategy, spark_master, partitions, checkpoint_dir, spark_conf, spill_dir)
     run = _run_spark_safely(
@@ -194,10 +198,8 @@ def check(
         click.echo(json.dumps(run.summary(), indent=1))
     else:
         print_run(run)
-    if reach and run.result.verdict == "holds":
-        return EXIT_VIOLATED  # exhausted without reaching the target: unreachable within the bounds
     verdicts = {"holds": EXIT_HOLDS, "reached": EXIT_HOLDS, "violated": EXIT_VIOLATED, "incomplete": EXIT_INCOMPLETE}
-    return {**verdicts, "no violation found": EXIT_HOLDS}[run.result.verdict]
+    return {**verdicts, "unreachable": EXIT_VIOLATED, "no violation found": EXIT_HOLDS}[run.verdict()]
 
 
 def _run_spark_safely(
@@ -303,7 +305,7 @@ def list_protocols(as_json):
 @click.option("--json", "as_json", is_flag=True, help="print the cells as JSON")
 def durability(max_rf, era, as_json):
     """Compute the RF x min.insync.replicas durability table with the checker."""
-    from kafkamc.checker.durability import durability_table
+    from kafkamc.jobs.durability import durability_table
     from rich.table import Table
 
     protocol = build_protocol(era, (), None)
@@ -347,7 +349,7 @@ def durability(max_rf, era, as_json):
 def tradeoff(max_rf, as_json):
     """Compute KIP-966's trade-off: can the partition stay offline with a replica up, can
     committed data be lost, per RF x min ISR with ELR and unclean election on and off."""
-    from kafkamc.checker.tradeoff import tradeoff_table
+    from kafkamc.jobs.tradeoff import tradeoff_table
     from rich.table import Table
 
     console = make_console(stderr=True)
@@ -398,7 +400,7 @@ def bench(as_json, everything, names):
     """Time the engines on a fixed table of configurations; each run in a fresh process.
 
     Without options: the default check with and without symmetry reduction."""
-    from kafkamc.checker.bench import QUICK, RUNS, run_table
+    from kafkamc.jobs.bench import QUICK, RUNS, run_table
 
     for name in names:
         if name not in RUNS:

@@ -8,10 +8,10 @@ never "holds".
 from __future__ import annotations
 
 import click
-from kafkamc.checker.run import CheckRun
 from kafkamc.checker.simulate import NO_VIOLATION, SimResult, Simulation
 from kafkamc.cli.common import UsageProblem, only_with
 from kafkamc.invariants.liveness import is_liveness
+from kafkamc.jobs.run import CheckRun
 
 SIMULATE_ONLY = ("walks", "walk_depth", "seed")
 DEFAULTS = Simulation()
@@ -90,8 +90,7 @@ def print_simulation(console, run: CheckRun, saved: str) -> None:
         f"{s['steps_per_s']:,.0f} steps/s",
         highlight=False,
     )
-    if r.verdict == "violated":
-        v = r.violation
+    if r.verdict == "violated" and (v := r.violation) is not None:
         console.print(
             f"[bold red]violated[/bold red]: {v.invariant} after {v.length} steps (walk {s['violating_walk']} of "
             f"seed {s['seed']}, shrunk from {s['raw_length']} steps in {s['shrink_s']:.2f}s; not necessarily "

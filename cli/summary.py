@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kafkamc.checker.run import CheckRun
 from kafkamc.cli.common import make_console
 from kafkamc.invariants.liveness import FAIRNESS
+from kafkamc.jobs.run import CheckRun
 from kafkamc.spec.next import BOUNDS
 from kafkamc.spec.protocol import NEWEST, PRESETS
 from kafkamc.traces import render as render_mod
@@ -54,10 +54,11 @@ def print_run(run: CheckRun) -> None:
         + (f"; largest Spark Python worker: {r.worker_peak_mib:,.0f} MiB peak" if r.worker_peak_mib else "")
     )
     console.print("actions fired: " + ", ".join(f"{k} {v:,}" for k, v in sorted(run.coverage().items())))
+    left_off = left_off_line(run.left_off())
+    if left_off:
+        console.print(left_off, highlight=False)
     for name in run.never_fired():
-        off = run.disabled_by(name)
-        hint = f" ({', '.join(f'{b}=0' for b in off)})" if off else ""
-        console.print(f"[yellow]warning: action {name} never fired within these bounds{hint}[/yellow]")
+        console.print(f"[yellow]warning: action {name} never fired, though these bounds allow it[/yellow]")
     reached = run.reached()
     seen = [f"{k} ({v} steps)" for k, v in reached.items() if v is not None]
     console.print("reached: " + (", ".join(seen) if seen else "none"))
@@ -68,6 +69,7 @@ def print_run(run: CheckRun) -> None:
         )
     if run.liveness is not None:
         _print_liveness(console, run)
+    v = r.violation
     if r.strategy == "simulate":  # --simulate: the walks' numbers, and a verdict that is never "holds"
         from kafkamc.cli.simulate import print_simulation
 
@@ -76,10 +78,8 @@ def print_run(run: CheckRun) -> None:
         console.print(
             f"[bold green]reached[/bold green]: {', '.join(run.reach_targets)}; shortest witness {_saved(run)}"
         )
-    elif r.verdict == "holds" and run.reach_targets:
-        console.print(
-            f"[bold red]unreachable[/bold red]: {', '.join(run.reach_targets)} never happens within the bounds"
-        )
+    elif run.verdict() == "unreachable":
+        console.print(f"[bold red]unreachable[/bold red]: {', '.join(run.unreached())} never happens within the bounds")
     elif r.verdict == "holds":
         live = run.liveness.properties if run.liveness is not None else []
         console.print(
@@ -91,8 +91,7 @@ def print_run(run: CheckRun) -> None:
             )
             + (f"; every liveness property ({', '.join(live)}) holds under its fairness assumptions" if live else "")
         )
-    elif r.verdict == "violated" and r.violation.loop is not None:
-        v = r.violation
+    elif r.verdict == "violated" and v is not None and v.loop is not None:
         cycle = v.length - v.loop
         console.print(
             f"[bold red]violated[/bold red]: {v.invariant} never happens: a lasso of {v.loop} steps to a "
@@ -103,8 +102,7 @@ def print_run(run: CheckRun) -> None:
             )
             + f" (shortest stem); trace {_saved(run)}"
         )
-    elif r.verdict == "violated":
-        v = r.violation
+    elif r.verdict == "violated" and v is not None:
         console.print(
             f"[bold red]violated[/bold red]: {v.invariant} after {v.length} steps "
             f"(shortest: {'yes' if r.strategy == 'bfs' else 'not guaranteed with dfs'}); "
@@ -117,6 +115,16 @@ def print_run(run: CheckRun) -> None:
             + (f"every path of up to {covered} steps explored; " if covered is not None else "")
             + "no violation among the states explored"
         )
+
+
+def left_off_line(left_off: dict) -> str:
+    """One plain line for the moves the bounds leave off, grouped by the bounds that would allow
+    them: `left off by bounds: ControllerFenceBroker, BrokerHeartbeat (max_fences=0); ...`."""
+    groups: dict[tuple, list] = {}
+    for name, bounds in left_off.items():
+        groups.setdefault(tuple(bounds), []).append(name)
+    parts = [f"{', '.join(names)} ({', '.join(f'{b}=0' for b in bounds)})" for bounds, names in groups.items()]
+    return "left off by bounds: " + "; ".join(parts) if parts else ""
 
 
 def _print_liveness(console, run: CheckRun) -> None:

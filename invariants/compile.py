@@ -26,7 +26,7 @@ class CompileError(Exception):
     pass
 
 
-def to_python(expr: z3.ExprRef, sources: dict[str, str], shared: dict = None) -> str:
+def to_python(expr: z3.ExprRef, sources: dict[str, str], shared: dict | None = None) -> str:
     """Python source for `expr`; each Z3 constant named n is read through sources[n].
 
     With `shared` ({}), every compound subformula that occurs more than once is computed
@@ -34,7 +34,7 @@ def to_python(expr: z3.ExprRef, sources: dict[str, str], shared: dict = None) ->
     return parts_to_python([expr], sources, shared)[0]
 
 
-def parts_to_python(parts: list, sources: dict[str, str], shared: dict = None) -> list[str]:
+def parts_to_python(parts: list, sources: dict[str, str], shared: dict | None = None) -> list[str]:
     """to_python of each part, in one walk: with `shared`, a subformula that two parts use
     (or one part, twice) becomes one local."""
     cache: dict[int, str] = {}
@@ -45,7 +45,7 @@ def parts_to_python(parts: list, sources: dict[str, str], shared: dict = None) -
         if key in cache:
             return cache[key]
         out = _one(e, go, sources)
-        if key in repeated:
+        if key in repeated and shared is not None:  # repeated is empty without shared
             local = f"_e{len(shared)}"
             shared[local] = out
             out = local

@@ -331,4 +331,4 @@ class LivenessSuite:
         _, o = self.obligations[i]
         values = self._values(state)
         subst = [(v.const, z3_value(values[v.name])) for v in self.V.vars.values()]
-        return tuple(z3.is_true(z3.simplify(z3.substitute(f, *subst))) for f in (o.trigger, o.goal, o.hold))  # type: ignore[return-value]
+        return tuple(z3.is_true(z3.simplify(z3.substitute(f, *subst))) for f in (o.trigger, o.goal, o.hold))

@@ -8,6 +8,7 @@ from typing import Any
 from kafkamc.spec.bounds import Bound
 from kafkamc.spec.next import BOUNDS
 from kafkamc.spec.protocol import Protocol, ProtocolError
+from kafkamc.spec.reassignment import CANCELS, REASSIGNMENTS
 
 
 class ConfigError(ValueError):
@@ -187,6 +188,13 @@ class Config:
                 raise ConfigError(f"{b.flag} must not be negative (got {value})")
             if b.limit is not None and value > b.limit:
                 raise ConfigError(f"{b.flag} {value} is too large for this model; use at most {b.limit}")
+        # A reassignment starts on a broker outside the replica set (reassignment_candidates) and a
+        # cancel needs one in flight: with no broker beyond --rf, neither could ever fire.
+        for b in (REASSIGNMENTS, CANCELS):
+            if self.bound(b) and len(self.brokers) <= self.rf:
+                raise ConfigError(
+                    f"{b.flag} needs --brokers above --rf ({self.rf}): a reassignment moves to another broker"
+                )
         try:
             self.protocol.validated()
         except ProtocolError as e:

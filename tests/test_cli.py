@@ -85,7 +85,8 @@ def test_human_summary_names_bounds_and_coverage(tmp_path):
         == "max_clean_shutdowns=0 max_hard_crashes=1 max_controlled_shutdowns=0 max_records=2 max_isr_shrinks=2"
     )
     assert "protocol: 4.1.0 (rules as of Kafka 4.1.0)" in p.stdout
-    assert "warning: action ControllerFenceBroker never fired" in p.stdout
+    # Off at their default bounds of 0: one plain line, no warning (tests/test_cli_hits.py).
+    assert "left off by bounds: ControllerFenceBroker, BrokerHeartbeat (max_fences=0);" in p.stdout
     assert "OffsetsForLeaderEpoch never fired" not in p.stdout  # not used by the newest truncation rule
     assert "reached: HighWatermarkAdvances (3 steps), ElrElection (4 steps)" in p.stdout
     assert "holds: every invariant" in p.stdout

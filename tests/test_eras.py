@@ -4,7 +4,7 @@ protocol presets themselves (split from tests/test_protocols.py, which keeps the
 from __future__ import annotations
 
 import pytest
-from kafkamc.checker.run import run_check
+from kafkamc.jobs.run import run_check
 from kafkamc.spec.config import Config, ConfigError
 from kafkamc.spec.model import Model
 from kafkamc.spec.next import describe

@@ -4,7 +4,7 @@ finds the historical losses they allow, the way the KIPs and JIRAs tell them."""
 from __future__ import annotations
 
 import pytest
-from kafkamc.checker.run import run_check
+from kafkamc.jobs.run import run_check
 from kafkamc.spec.alter_partition import AlterPartition, HandleAlterPartitionResponse
 from kafkamc.spec.config import Config
 from kafkamc.spec.fetch import Fetch, ReplicaStall

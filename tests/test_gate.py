@@ -123,8 +123,8 @@ SHIPPED = Path(__file__).parent / "gate" / "kafka.toml"
 
 
 def _rows_of_shipped():
-    from kafkamc.checker.gate import config_summary, load_gate
     from kafkamc.cli.gate import Row
+    from kafkamc.jobs.gate import config_summary, load_gate
 
     entries = load_gate(SHIPPED)
     return [Row(e.name, config_summary(e.config), "holds", "holds", "1,234", "0.5s", True) for e in entries]

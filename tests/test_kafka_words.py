@@ -12,11 +12,11 @@ import subprocess
 import pytest
 from kafkamc.checker.explorer import explore
 from kafkamc.checker.fast import FastModel
-from kafkamc.checker.gate import load_gate
 from kafkamc.checker.progress import Progress, memory
 from kafkamc.checker.search import progress_stats
 from kafkamc.cli.summary import bound_lines
 from kafkamc.invariants.suite import InvariantSuite
+from kafkamc.jobs.gate import load_gate
 from kafkamc.spec import broker_lifecycle as lc
 from kafkamc.spec.config import Config, ConfigError
 from kafkamc.spec.next import BOUNDS

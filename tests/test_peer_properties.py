@@ -19,9 +19,9 @@ import pytest
 from invariant_helpers import ALL3, B1, B2, B3, CFG, assert_holds, assert_violation, healthy_state, run
 from kafkamc.checker.fast import FastModel
 from kafkamc.checker.liveness import check_liveness, symmetry_for_liveness
-from kafkamc.checker.run import run_check
 from kafkamc.invariants.lasso import lasso_problem
 from kafkamc.invariants.liveness import LivenessSuite
+from kafkamc.jobs.run import run_check
 from kafkamc.spec import alter_partition as ap
 from kafkamc.spec import controller as ctl
 from kafkamc.spec import next as spec_next

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from helpers import run_kafkamc
-from kafkamc.checker.run import run_check
 from kafkamc.invariants.properties import PropertiesError, PropertyFile
+from kafkamc.jobs.run import run_check
 from kafkamc.spec.config import Config
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "properties.py"

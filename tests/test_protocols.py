@@ -33,7 +33,7 @@ oldest preset at RF 2: same lengths, steps reordered).
 from __future__ import annotations
 
 import pytest
-from kafkamc.checker.run import run_check
+from kafkamc.jobs.run import run_check
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
 from kafkamc.spec.next import describe

@@ -13,8 +13,8 @@ from functools import cache
 
 import pytest
 from helpers import run_kafkamc
-from kafkamc.checker.run import run_check
 from kafkamc.invariants.reach import catalog
+from kafkamc.jobs.run import run_check
 from kafkamc.spec.config import Config
 from kafkamc.spec.protocol import PRESETS, Protocol
 

@@ -12,8 +12,8 @@ from helpers import bfs, play, run_kafkamc, sample_states
 from kafkamc.checker.explorer import explore
 from kafkamc.checker.fast import FastModel
 from kafkamc.checker.reference import explore_reference
-from kafkamc.checker.run import run_check
 from kafkamc.invariants.suite import InvariantSuite
+from kafkamc.jobs.run import run_check
 from kafkamc.spec import symmetry
 from kafkamc.spec.alter_partition import AlterPartition, HandleAlterPartitionResponse
 from kafkamc.spec.broker_lifecycle import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from kafkamc.checker.run import run_check
+from kafkamc.jobs.run import run_check
 from kafkamc.spec.alter_partition import AlterPartition
 from kafkamc.spec.broker_lifecycle import BrokerCrash, BrokerRestart, BrokerSessionTimeout, CheckpointHighWatermarks
 from kafkamc.spec.config import Config

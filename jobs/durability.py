@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafkamc.checker.explorer import Limits
-from kafkamc.checker.run import run_check
+from kafkamc.jobs.run import run_check
 from kafkamc.spec.config import Config
 from kafkamc.spec.protocol import Protocol
 

@@ -41,6 +41,16 @@ class CheckRun:
     trace_error: str | None = None  # why the trace could not be saved to the path asked for
     liveness: LivenessReport | None = None  # with --liveness: the graph and each property's verdict
 
+    def verdict(self) -> str:
+        """The run's verdict: the search's, except that a `--reach` search that ended exhaustive
+        without every target seen is `unreachable` (the search itself says `holds`)."""
+        v = self.result.verdict
+        return "unreachable" if v == "holds" and self.reach_targets else v
+
+    def unreached(self) -> list:
+        """The `--reach` targets the search did not see."""
+        return [n for n in self.reach_targets if n not in self.result.reached]
+
     def bounds(self) -> dict:
         b = dict(self.config.bounds())
         for k in ("max_states", "time_limit", "max_depth"):
@@ -53,25 +63,37 @@ class CheckRun:
         return {name: self.result.coverage.get(name, 0) for name in self.action_names}
 
     def never_fired(self) -> list:
-        """Actions that never fired, but for those whose protocol rule or Kafka setting is not
-        in force (Next declares the rule or setting an action belongs to)."""
-        out = []
-        for a in NEXT:
-            rule = a.rule
-            if a.rare:
-                continue
-            off = (rule and self.config.rule(rule[0]) not in rule[1]) or (
-                a.setting and getattr(self.config, a.setting[0]) != a.setting[1]
-            )
-            if self.coverage().get(a.name, 0) == 0 and not off:
-                out.append(a.name)
-        return out
+        """Actions that could have fired and never did: their protocol rule and Kafka setting are in
+        force (Next declares the ones an action belongs to) and their bounds allow them. Rare ones
+        (enabled only in corners most bounds never reach) are not listed."""
+        fired = self.coverage()
+        return [
+            a.name
+            for a in NEXT
+            if not a.rare and fired.get(a.name, 0) == 0 and self._in_force(a) and not self._bounded_off(a)
+        ]
 
-    def disabled_by(self, name: str) -> list:
-        """The bounds, at 0 here, without which the action `name` cannot fire."""
-        for a in NEXT:
-            if a.name == name and a.needs and all(self.config.bound(b) == 0 for b in a.needs):
-                return [b.setting for b in a.needs]
+    def left_off(self) -> dict:
+        """Actions the bounds leave off: in force, but every bound they need is 0 here. Action ->
+        those bounds' settings."""
+        fired = self.coverage()
+        return {
+            a.name: self._bounded_off(a)
+            for a in NEXT
+            if fired.get(a.name, 0) == 0 and self._in_force(a) and self._bounded_off(a)
+        }
+
+    def _in_force(self, a) -> bool:
+        """Whether the action's protocol rule and Kafka setting, if it has them, are the ones here."""
+        rule, setting = a.rule, a.setting
+        if rule and self.config.rule(rule[0]) not in rule[1]:
+            return False
+        return not (setting and getattr(self.config, setting[0]) != setting[1])
+
+    def _bounded_off(self, a) -> list:
+        """The bounds, all at 0 here, without which the action cannot fire ([] if one is above 0)."""
+        if a.needs and all(self.config.bound(b) == 0 for b in a.needs):
+            return [b.setting for b in a.needs]
         return []
 
     def reached(self) -> dict:
@@ -112,7 +134,7 @@ class CheckRun:
     def summary(self) -> dict:
         r = self.result
         return {
-            "verdict": r.verdict,
+            "verdict": self.verdict(),
             "distinct_states": r.distinct_states,
             "states_generated": r.states_generated,
             "depth": r.depth,
@@ -133,6 +155,8 @@ class CheckRun:
             "symmetry": self.config.symmetry,
             "visited_bytes_per_state": round(r.bytes_per_state, 1),
             "coverage": self.coverage(),
+            "never_fired": self.never_fired(),
+            "left_off": self.left_off(),
             "reached": self.reached(),
             "vacuity_warnings": self.vacuity_warnings(),
             "liveness": None if self.liveness is None else self.liveness.to_dict(),

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from kafkamc.checker.explorer import Limits
-from kafkamc.checker.run import CheckRun, run_check
 from kafkamc.invariants.catalog import INVARIANTS
 from kafkamc.invariants.liveness import CATALOG as LIVENESS
 from kafkamc.invariants.liveness import is_liveness
+from kafkamc.jobs.run import CheckRun, run_check
 from kafkamc.spec.config import BY_SETTING, Config, ConfigError, bound_settings
 from kafkamc.spec.protocol import ProtocolError, preset
 from kafkamc.traces.html import write as write_html

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kafkamc.checker.run import run_check
 from kafkamc.checker.search import Limits
+from kafkamc.jobs.run import run_check
 from kafkamc.spec.config import Config
 from kafkamc.spec.protocol import Protocol
 

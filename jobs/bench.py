@@ -144,7 +144,7 @@ def run_table(names) -> dict:
     """Every named run, each in a fresh process, with the machine it ran on."""
     rows = []
     for name in names:
-        p = subprocess.run([sys.executable, "-m", "kafkamc.checker.bench", name], capture_output=True, text=True)
+        p = subprocess.run([sys.executable, "-m", "kafkamc.jobs.bench", name], capture_output=True, text=True)
         if p.returncode != 0:
             raise RuntimeError(f"benchmark run {name} failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
         rows.append(json.loads(p.stdout))
