@@ -11,6 +11,7 @@ until the pin moves (say why beside it), and in the README test, until the READM
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class Owned:
 # `kafkamc check --rf 3 --minisr 2`, the main job (the README's sample output). States and depth
 # are checked by tests/test_pinned.py (slow); the rest by tests/test_readme.py's slow run of the
 # command, compared line by line with the README.
-DEFAULT_CHECK = dict(
+DEFAULT_CHECK: dict[str, Any] = dict(
     argv=("check", "--rf", "3", "--minisr", "2", "--quiet"),
     states=541729,  # 485,539 before trace validation (history: tests/test_pinned.py)
     generated=2254145,
@@ -60,7 +61,7 @@ DEFAULT_CHECK = dict(
 
 # The README's sample counterexample (`kafkamc check --rf 2 --minisr 1 --unclean`, its saved
 # JSON and `trace replay`): tests/test_pinned.py checks the length, tests/test_readme.py runs it.
-UNCLEAN_SAMPLE = dict(kw=dict(rf=2, minisr=1, unclean=True), invariant="NoCommittedDataLoss", length=6)
+UNCLEAN_SAMPLE: dict[str, Any] = dict(kw=dict(rf=2, minisr=1, unclean=True), invariant="NoCommittedDataLoss", length=6)
 
 # examples/properties.py: `--invariant NoAckBelowMinIsr` at rf 3, min ISR 2 (run by tests/test_readme.py).
 NO_ACK_BELOW_MIN_ISR_LENGTH = 8
@@ -78,7 +79,7 @@ SIMULATION_LENGTH = Owned(16, "tests/test_simulate.py::test_the_pinned_seed_find
 SIMULATION_RAW_LENGTH = Owned(26, "tests/test_simulate.py::test_the_pinned_seed_finds_the_kip_903_loss_at_rf_5")
 
 # `kafkamc tradeoff --max-rf 3` (20 minutes): (offline forever with a replica up, loses committed
-# data) per (rf, minisr, elr, unclean). The RF 2 rows are also asserted by
+# data) per row of the README's table. The RF 2 rows are also asserted by
 # tests/test_liveness.py::test_the_tradeoff_table_shows_what_elr_buys_and_costs (slow); the RF 3
 # rows only by running the command.
 TRADEOFF = {

@@ -239,6 +239,15 @@ def test_protocol_line_after_a_rule():
     assert line in p.stdout.splitlines()
 
 
+def test_the_actions_are_listed_in_next_order():
+    from kafkamc.spec.next import NEXT
+
+    said = " ".join(README[README.index("## What is modelled") :].split())
+    m = re.search(r"listed in order in `spec/next.py`: (.*?)\. ", said)
+    assert m
+    assert re.split(r", | and ", m[1]) == [a.type.__name__ for a in NEXT]
+
+
 def _table_after(heading: str) -> list[list[str]]:
     """The rows (cells stripped of bold) of the first table after `heading`."""
     rest = README[README.index(heading) :].splitlines()
@@ -254,6 +263,19 @@ def _table_after(heading: str) -> list[list[str]]:
 def test_tradeoff_table_is_the_pinned_one():
     rows = _table_after("**The ELR trade-off**")
     assert {(int(r[0]), int(r[1])): tuple(r[2:]) for r in rows} == pins.TRADEOFF
+
+
+def test_tradeoff_pins_agree_with_the_slow_test():
+    """The RF 2 rows of the pin are the cells tests/test_liveness.py asserts `kafkamc tradeoff` gives."""
+    tree = ast.parse((ROOT / "tests/test_liveness.py").read_text())
+    (fn,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name.startswith("test_the_tradeoff")]
+    (cells,) = [ast.literal_eval(n) for n in ast.walk(fn) if isinstance(n, ast.Dict)]
+    words = {
+        (rf, m): tuple(f"{'offline' if off else 'available'}, {'loses' if lose else 'durable'}" for off, lose in row)
+        for (rf, m) in {k[:2] for k in cells}
+        for row in [[cells[(rf, m, elr, unclean)] for elr in (False, True) for unclean in (False, True)]]
+    }
+    assert words == {k: v for k, v in pins.TRADEOFF.items() if k[0] == 2}
 
 
 def test_durability_table_is_the_law_the_readme_states():
