@@ -198,13 +198,20 @@ def test_main_job_output_is_the_readme_sample():
     assert timeless(p.stdout.splitlines()) == timeless(MAIN_BLOCK)
 
 
-def test_sample_trace_json_and_its_replay(tmp_path):
-    """The README's sample trace file (`kafkamc check --rf 2 --minisr 1 --unclean`) and the line
-    `trace replay` prints for it."""
-    s = pins.UNCLEAN_SAMPLE
-    out = tmp_path / "t.json"
-    p = run_kafkamc("check", "--rf", "2", "--minisr", "1", "--unclean", "--quiet", "--trace-out", out, cwd=tmp_path)
+@pytest.fixture(scope="module")
+def unclean_sample(tmp_path_factory):
+    """`kafkamc check --rf 2 --minisr 1 --unclean`, run once: its output and the saved trace."""
+    tmp = tmp_path_factory.mktemp("sample")
+    out = tmp / "readme-trace.json"
+    p = run_kafkamc("check", "--rf", "2", "--minisr", "1", "--unclean", "--quiet", "--trace-out", out, cwd=tmp)
     assert p.returncode == 1, p.stderr
+    return p.stdout, out
+
+
+def test_sample_trace_json_and_its_replay(unclean_sample):
+    """The README's sample trace file and the line `trace replay` prints for it."""
+    s = pins.UNCLEAN_SAMPLE
+    _, out = unclean_sample
     trace = json.loads(out.read_text())
     block = "\n".join(_block_after('{"schema": "' + trace["schema"] + '", "config": {"rf": 2, "minisr": 1, '
                                    '"acks": "all", "unclean": true, "protocol": {...}, ...},'))  # fmt: skip
@@ -220,6 +227,23 @@ def test_sample_trace_json_and_its_replay(tmp_path):
     assert r.returncode == 0, r.stderr
     said = " ".join(README.split())
     assert f"(`{r.stdout.strip()}`)" in said
+
+
+def test_sample_counterexample_page(unclean_sample):
+    """docs/SAMPLE_COUNTEREXAMPLE.md, which the README links: `trace show --diff-only` at 120 columns
+    (its story, then the steps from 3 on), and the check's last line."""
+    stdout, out = unclean_sample
+    doc = (ROOT / "docs/SAMPLE_COUNTEREXAMPLE.md").read_text()
+    start = doc.index("```text\n") + len("```text\n")
+    block = [x.rstrip() for x in doc[start : doc.index("```", start)].splitlines()]
+    r = run_kafkamc("trace", "show", out, "--diff-only", columns=120)
+    assert r.returncode == 0, r.stderr
+    shown = [x.rstrip() for x in r.stdout.splitlines()]
+    story_end = next(i for i, x in enumerate(shown) if x.startswith("╰")) + 1
+    step_3 = next(i for i, x in enumerate(shown) if x.startswith("╭─ step 3:"))
+    assert block == shown[:story_end] + shown[step_3:]
+    last = stdout.strip().splitlines()[-1].replace(str(out), "/tmp/readme-trace.json")
+    assert f"The check itself ends with `{last}`." in " ".join(doc.split())
 
 
 def test_example_property_counterexample(tmp_path):
