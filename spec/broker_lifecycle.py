@@ -42,8 +42,8 @@ that differ only in checkpoints nobody will read are one state. What it costs: t
 check grows from 279,259 to 332,445 distinct states (+19%; 1,033,925 to 1,405,325 generated).
 Without that reduction, at --max-records 1 (47,377 states before), the step always enabled
 gives 99,882 states, and leaving it out after the last hard crash but keeping the values
-78,307; with it, 50,405. (Each figure was measured when its change landed; with every
-issue 15 change in, the default check is 355,389 distinct states, depth 29.)
+78,307; with it, 50,405. (Each figure was measured when its change landed; the default check's
+count today is pinned in tests/pins.py.)
 """
 
 from __future__ import annotations

@@ -12,8 +12,11 @@ from kafkamc.checker.fast import FastModel
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
 from kafkamc.traces.trace import format_action
+from pins import DEFAULT_CHECK, UNCLEAN_SAMPLE
 
-DEFAULT_STATES, DEFAULT_DEPTH = 541729, 30  # `kafkamc check --rf 3 --minisr 2` (485,539 before trace validation)
+# `kafkamc check --rf 3 --minisr 2`, and the README's sample counterexample: the README quotes them,
+# so they are pinned in tests/pins.py, which tests/test_readme.py compares with the README.
+DEFAULT_STATES, DEFAULT_DEPTH = DEFAULT_CHECK["states"], DEFAULT_CHECK["depth"]
 
 # (configuration, distinct states, BFS depth) for configurations where every invariant holds.
 # Default bounds: two records, one hard crash (page cache lost), two ISR shrinks; protocol: newest.
@@ -68,7 +71,7 @@ HOLDS = [
 # (configuration, invariant, length of the shortest counterexample). Each crash in a path is
 # followed by BrokerSessionTimeout, the controller's fence: one step per crash.
 VIOLATED = [
-    (dict(rf=2, minisr=1, unclean=True), "NoCommittedDataLoss", 6),
+    (UNCLEAN_SAMPLE["kw"], UNCLEAN_SAMPLE["invariant"], UNCLEAN_SAMPLE["length"]),
     (dict(rf=3, minisr=2, acks="1", max_records=1), "AckedWriteDurability", 4),
     # One copy, lost with the page cache: the last known leader comes back RECOVERING (KIP-966).
     (dict(rf=1, minisr=1), "HighWatermarkMonotonic", 4),
