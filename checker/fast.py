@@ -6,7 +6,8 @@ cached under the serial numbers of the parts of the state its runs were recorded
 their signature gives them (the broker, the controller, the budget); observations on
 the controller, the ghost and the brokers that serve reads, checked on every run. Every
 cache miss runs the spec's own functions, so a change in spec/ reaches the search with
-no table to update; `FastModel(cfg, verify=True)` re-runs them on every hit too.
+no table to update; `FastModel(cfg, verify=rate)` re-runs them on that share of the
+states it expands, and checks their symmetry (checker/verify.py).
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from collections.abc import Callable, Iterator
 from operator import attrgetter, itemgetter
 
 from kafkamc.checker.components import UNKNOWN, Components, Fresh, store
-from kafkamc.checker.equivariance import EVERY, FIRST, check_candidates
 from kafkamc.checker.outcomes import Outcomes, StepCache
+from kafkamc.checker.verify import EVERY, FIRST, FastPathError, check_candidates, check_observed, check_symmetry
 from kafkamc.spec import symmetry
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
@@ -30,13 +31,16 @@ stalled = attrgetter("stalled")
 class FastSuccessors:
     """Model.successors and Model.fingerprint through the caches; same results, same order."""
 
-    def __init__(self, model: Model, verify: bool = False):
+    def __init__(self, model: Model, verify: float = 0.0):
         cfg = model.config
         self.model = model
         self.cfg = cfg
         self.n = len(cfg.brokers)  # brokers in the cluster: a state has one record each
         self.candidates_of = model.broker_candidates  # (controller, broker, budget, b) -> actions
-        self.verify = verify
+        # Verify mode (checker/verify.py): one expanded state in verify_every is checked in full.
+        self.verify = verify > 0
+        self.verify_every = max(1, round(1 / verify)) if verify > 0 else 0
+        self.expanded = 0
         self.caches: dict = {}  # action -> its StepCache
         self.outcomes = Outcomes(self)
         self.tags = (0,) + (1,) * self.n + (2, 3)
@@ -107,7 +111,7 @@ class FastSuccessors:
         for a in actions:
             sc = self.cache_of(a)
             fixed = None
-            if not self.verify and (sc.reads is None or sc.reads <= local):
+            if sc.reads is None or sc.reads <= local:
                 entry = sc.store.get(sc.key(parts))
                 if entry is None:
                     outcomes, reads = self.outcomes.run(sc, state, comps, parts, a)
@@ -201,18 +205,23 @@ class FastSuccessors:
         a step that keeps the controller and the ghost gets its value from the observe cache
         entry, and builds its successor only when that is new."""
         G = self.n + 1
-        if known is None or self.verify:
+        verify = False
+        if self.verify:
+            self.expanded += 1
+            verify = self.expanded % self.verify_every == 0
+            if verify:
+                check_symmetry(self.model, state)
+        if known is None or verify:
             comps, numbers, state = self._interned(state)
             base = self.components.xor(numbers)
             parts = [*numbers, *map(stalled, state.brokers), base]  # the keys' parts (checker/footprint.py), then base
             if known is not None and known != parts:
-                raise AssertionError("the fingerprint or keys carried from the parent are wrong")
+                raise FastPathError(f"the fingerprint or keys carried to this state from its parent are wrong: {state}")
         else:
             comps = [state.controller, *state.brokers, state.ghost, state.budget]
             parts = known
             base = parts[-1]
         observe_get = self.observe_cache.get
-        verify = self.verify
         screen = is_new is not None
         ghost = 1 << G
         kept = 1 | ghost  # a step that changes neither keeps the quiet test's cache entry
@@ -238,12 +247,14 @@ class FastSuccessors:
             if candidates is None:
                 candidates = self._candidates_miss(state, comps, parts, b, ckey)
             for action, kind, outcomes, sc in candidates:
-                if outcomes is None:
+                if verify:
+                    outcomes = self.outcomes.verified(sc, state, comps, parts, action, outcomes)
+                elif outcomes is None:
                     outcomes = sc.store.get(sc.key(parts))
                     if outcomes.__class__ is StepCache:
                         outcomes = outcomes.store.get(outcomes.key(parts))
-                    if outcomes is None or verify:
-                        outcomes = self.outcomes.cached(sc, state, comps, parts, action, outcomes)
+                    if outcomes is None:
+                        outcomes = self.outcomes.cached(sc, state, comps, parts, action)
                 for changes, delta, mask in outcomes:
                     index += 1
                     observed = mask & touch or not screen
@@ -285,7 +296,7 @@ class FastSuccessors:
                         State, (new[0], tuple(new[1:G]), seen[0], new[G + 1])
                     )  # State(...) without its __new__
                     if verify:
-                        self._check_observed(state, action, nxt, fp)
+                        check_observed(self, state, action, nxt, fp)
                     if not screen:
                         yield index, action, nxt, fp, None
                         continue
@@ -293,8 +304,9 @@ class FastSuccessors:
                         q = quiet(state, nxt)
                         if keeps:
                             if verify and seen[3] is quiet and seen[2] != q:
-                                raise AssertionError(
-                                    f"the quiet test cached for {action} differs: it reads more than leader_only says"
+                                raise FastPathError(
+                                    f"the quiet test cached for {action} differs at {state}: it reads more than "
+                                    "leader_only says"
                                 )
                             seen[2], seen[3] = q, quiet
                         if not q:
@@ -326,13 +338,6 @@ class FastSuccessors:
         for _, action, nxt, _, _ in self.transitions(state):
             yield action, nxt
 
-    def _check_observed(self, state: State, action, nxt: State, fp: int) -> None:
-        direct = self.model.step(state, action)
-        if nxt not in direct:
-            raise AssertionError(f"cached successor of {action} is not one the step function gives")
-        if fp != self.fingerprint(nxt):
-            raise AssertionError(f"the fingerprint XOR cached with {action} is wrong")
-
 
 def screened(expanded, state: State, is_new=None, quiet=None, fired=None):
     """What transitions() yields, made from any (action, successor, fingerprint) sequence
@@ -361,7 +366,7 @@ class FastModel:
     """
 
     def __init__(
-        self, config: Config, verify: bool = False, actions: tuple[Action, ...] | None = None, observation=None
+        self, config: Config, verify: float = 0.0, actions: tuple[Action, ...] | None = None, observation=None
     ):
         self.spec = Model(config, actions) if observation is None else Model(config, actions, observation=observation)
         self.config = self.spec.config

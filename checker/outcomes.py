@@ -19,8 +19,8 @@ from operator import itemgetter
 from typing import Any
 
 from kafkamc.checker.components import store
-from kafkamc.checker.equivariance import EVERY, FIRST, check_step
 from kafkamc.checker.footprint import ObservingState, RecordingState, recorded
+from kafkamc.checker.verify import EVERY, FIRST, FastPathError, check_step, describe_outcomes
 from kafkamc.spec.rpc import RoundTrip
 from kafkamc.spec.state import State
 
@@ -131,16 +131,26 @@ class Outcomes:
             return (with_delta(comps, changes(comps, out, reads)),), reads
         return tuple(with_delta(comps, changes(comps, nxt, reads)) for nxt in out), reads
 
-    def cached(self, sc: StepCache, state: State, comps: list, parts: list, action, out=None) -> tuple:
-        """The outcomes of an action through its StepCache, given what a lookup there found
-        (verify: recomputed and compared)."""
-        if out is None or self.fast.verify:
-            computed, reads = self.run(sc, state, comps, parts, action)
-            if out is not None and out != computed:
-                raise AssertionError(f"cached outcome of {action} differs from the step function")
-            sc.put(parts, computed, reads)
-            out = computed
-        return out
+    def cached(self, sc: StepCache, state: State, comps: list, parts: list, action) -> tuple:
+        """The outcomes of an action on a miss of its StepCache, computed and stored."""
+        computed, reads = self.run(sc, state, comps, parts, action)
+        sc.put(parts, computed, reads)
+        return computed
+
+    def verified(self, sc: StepCache, state: State, comps: list, parts: list, action, fixed=None) -> tuple:
+        """The outcomes of an action computed again, and compared with what its StepCache holds
+        (verify mode); `fixed`: the outcomes the candidates' cache holds for it, if any."""
+        entry = sc.store.get(sc.key(parts)) if sc.reads is not None else None
+        if entry.__class__ is StepCache:
+            entry = entry.store.get(entry.key(parts))
+        computed = self.cached(sc, state, comps, parts, action)
+        for held in (entry, fixed):
+            if held is not None and held != computed:
+                raise FastPathError(
+                    f"the outcome cached for {action} differs from what the step function gives at {state}: "
+                    f"cached {describe_outcomes(held)}, computed {describe_outcomes(computed)}"
+                )
+        return computed
 
     def _round_trip(self, rt: RoundTrip, halves: tuple, state: State, comps: list, parts: list, action) -> tuple:
         """A step's halves, each through its own cache. The parts a cached half's entry was

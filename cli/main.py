@@ -9,6 +9,7 @@ import sys
 
 import click
 from kafkamc.checker.explorer import STRATEGIES, Limits
+from kafkamc.checker.verify import FastPathError
 from kafkamc.cli.common import (
     EXIT_HOLDS,
     EXIT_INCOMPLETE,
@@ -95,6 +96,14 @@ def cli(ctx):
     "functions with no cache (the oracle, slow); spark: BFS partitioned across Spark executors",
 )
 @click.option(
+    "--verify",
+    type=float,
+    default=None,
+    metavar="RATE",
+    help="re-run the spec on this share of the states the fast path expands (0 < RATE <= 1) and check "
+    "its caches and its symmetry there; a difference stops the check (exit 2) naming the step and state",
+)
+@click.option(
     "--spark-master",
     default=None,
     metavar="URL",
@@ -147,6 +156,7 @@ def check(
     liveness,
     workers,
     engine,
+    verify,
     spark_master,
     partitions,
     checkpoint_dir,
@@ -177,6 +187,10 @@ def check(
     if strategy != "bfs" and (liveness or any(is_liveness(n) for n in names or ())):
         # The liveness graph is built breadth-first whatever the flag says (shortest lasso stems).
         raise UsageProblem("liveness is checked breadth-first only; drop --strategy dfs")
+    if verify is not None and not 0 < verify <= 1:
+        raise UsageProblem(f"--verify takes a share of the states, above 0 and at most 1 (got {verify:g})")
+    if verify is not None and engine != "local":
+        raise UsageProblem("--verify checks the fast path: it runs with --engine local (one process or --workers)")
     limits = Limits(max_states=max_states, time_limit=time_limit, max_depth=max_depth)
     spark = spark_settings(engine, strategy, spark_master, partitions, checkpoint_dir, spark_conf, spill_dir)
     run = _run_spark_safely(
@@ -193,6 +207,7 @@ def check(
         properties=properties,
         liveness=liveness,
         simulate=simulate,
+        verify=verify or 0.0,
     )
     if as_json:
         click.echo(json.dumps(run.summary(), indent=1))
@@ -216,6 +231,7 @@ def _run_spark_safely(
     properties=None,
     liveness=False,
     simulate=None,
+    verify=0.0,
 ):
     """A worker or a Spark that fails is bad input for this machine: one line, exit 2."""
     from kafkamc.checker.workers import WorkerFailed
@@ -232,6 +248,7 @@ def _run_spark_safely(
             properties=properties,
             liveness=liveness,
             simulate=simulate,
+            verify=verify,
             **engine,
         )
 
@@ -449,6 +466,8 @@ def main(argv=None) -> None:
         sys.exit(130)
     except (ConfigError, TraceError, UsageProblem, PropertiesError) as e:
         _fail(str(e))
+    except FastPathError as e:  # the spec does something the fast path cannot follow (checker/verify.py)
+        _fail(f"the fast path cannot follow this spec: {e}")
     except BrokenPipeError:
         sys.exit(EXIT_USAGE)
     sys.exit(code if isinstance(code, int) else 0)

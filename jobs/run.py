@@ -212,6 +212,7 @@ def run_check(
     properties: PropertyFile | None = None,
     liveness: bool = False,
     simulate: Simulation | None = None,
+    verify: float = 0.0,
 ) -> CheckRun:
     """Explore; `reach` names reachability properties to search for (stop once all are seen).
 
@@ -219,12 +220,13 @@ def run_check(
     everything after it (Z3 confirmation, explanation, trace) is the same code. With
     `liveness`, or a liveness property among `invariants`, the liveness properties are checked
     after a safety pass that holds (checker/liveness.py); with only liveness properties named,
-    there is no safety pass."""
+    there is no safety pass. `verify`: the share of expanded states checked against the spec
+    (checker/verify.py)."""
     live = None if invariants is None else [n for n in invariants if is_liveness(n)]
     if live:
         invariants = [n for n in invariants if not is_liveness(n)]
     only_liveness = bool(live) and not invariants
-    model = Model(cfg) if reference else FastModel(cfg)
+    model = Model(cfg) if reference else FastModel(cfg, verify=verify)
     suite = InvariantSuite(cfg, invariants, properties)
     known = [name for name, _ in suite.reach_functions()]
     for name in reach:

@@ -14,12 +14,14 @@ the third stops the check with a SymmetryError that names the step.
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
-from kafkamc.checker.equivariance import SymmetryError
+from helpers import run_kafkamc
 from kafkamc.checker.explorer import explore
 from kafkamc.checker.fast import FastModel
 from kafkamc.checker.reference import explore_reference
+from kafkamc.checker.verify import FastPathError, SymmetryError
 from kafkamc.spec import broker_lifecycle as lc
 from kafkamc.spec import produce as pr
 from kafkamc.spec.config import Config
@@ -102,3 +104,61 @@ def test_a_step_that_singles_out_a_broker_stops_the_check(edit):
     with pytest.raises(SymmetryError, match="not symmetric in the broker ids") as err:
         explore(FastModel(cfg, actions=with_step(lc.BrokerHeartbeat, **edit)))
     assert "BrokerHeartbeat" in str(err.value)
+
+
+def produce_bypassing_the_record(cfg, state, a):
+    """Produce with a guard that reads the ghost past every recorded accessor (tuple's own
+    item getter): the one read the fast path cannot see, which verify mode must."""
+    if tuple.__getitem__(state, 2).hw_seen > 0:
+        return None
+    return pr.produce(cfg, state, a)
+
+
+def observe_bypassing_the_record(cfg, state):
+    """observe_follower_leo, reading the followers past every recorded accessor."""
+    nxt = observe(cfg, state)
+    brokers = tuple.__getitem__(state, 1)
+    top = max((len(br.log) for b, br in enumerate(brokers, 1) if br.alive and br.leader != b), default=0)
+    if top <= nxt.ghost.hw_seen:
+        return nxt
+    return replace(nxt, ghost=replace(nxt.ghost, hw_seen=top))
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        dict(actions=with_step(pr.Produce, step=produce_bypassing_the_record)),
+        dict(observation=observe_bypassing_the_record),
+    ],
+    ids=["a step", "observe"],
+)
+def test_verify_mode_finds_a_read_the_record_cannot_see(edit):
+    cfg = Config(**OBSERVE_CFG, symmetry=False)
+    with pytest.raises(FastPathError, match="differs from what the step function gives|is not one the step function"):
+        explore(FastModel(cfg, verify=1.0, **edit))
+
+
+def test_verify_mode_finds_the_symmetry_edit_without_the_spot_checks(monkeypatch):
+    import kafkamc.checker.fast as fast
+    import kafkamc.checker.outcomes as outcomes
+
+    for module in (fast, outcomes):
+        monkeypatch.setattr(module, "FIRST", 0)
+        monkeypatch.setattr(module, "EVERY", 10**9)
+    actions = with_step(lc.BrokerHeartbeat, step=heartbeat_broker_one)
+    assert explore(FastModel(Config(**FENCE_CFG), actions=actions)).distinct_states == 26591  # unchecked: wrong
+    with pytest.raises(SymmetryError, match="BrokerHeartbeat"):
+        explore(FastModel(Config(**FENCE_CFG), verify=0.05, actions=actions))
+
+
+def test_verify_on_the_command_line():
+    small = ("check", "--rf", "2", "--minisr", "2", "--max-records", "1", "--json")
+    plain, verified = run_kafkamc(*small), run_kafkamc(*small, "--verify", "0.25", "--workers", "1")
+    assert plain.returncode == verified.returncode == 0, verified.stderr
+    assert json.loads(verified.stdout)["distinct_states"] == json.loads(plain.stdout)["distinct_states"]
+    for flags, message in [
+        (("--verify", "0"), "--verify takes a share of the states, above 0 and at most 1 (got 0)"),
+        (("--verify", "0.5", "--engine", "reference"), "--verify checks the fast path: it runs with --engine local"),
+    ]:
+        p = run_kafkamc(*small, *flags)
+        assert p.returncode == 2 and p.stderr.startswith(f"kafkamc: error: {message}"), p.stderr

@@ -91,3 +91,46 @@ def check_candidates(model, c, br, u, b: int, actions) -> None:
             f"{sorted(type(a).__name__ for a in theirs)}; the symmetry reduction would miss states. "
             f"The controller: {c}"
         )
+
+
+def check_symmetry(model, state: State) -> None:
+    """Verify mode's full check at one state: for each swap of two neighbouring broker ids
+    (together they generate every relabelling), the spec's successors of the swapped state
+    are the swapped successors; else name a step whose successor is missing or extra."""
+    n = len(model.config.brokers)
+    if not model.config.symmetry or n < 2:
+        return
+    mine = list(model.successors(state))
+    for b in range(1, n):
+        perm = transposition(b, n)
+        expected = {symmetry.relabel(x, perm): a for a, x in mine}
+        theirs = {x: a for a, x in model.successors(symmetry.relabel(state, perm))}
+        for x, a in expected.items():
+            if x not in theirs:
+                _asymmetric(a, b, "leads to a state whose swap the swapped state does not reach", state)
+        for x, a in theirs.items():
+            if x not in expected:
+                _asymmetric(a, b, "(in the swapped state) leads to a state that is no swapped successor", state)
+
+
+def _asymmetric(action, b: int, what: str, state: State) -> None:
+    raise SymmetryError(
+        f"{type(action).__name__} is not symmetric in the broker ids: with brokers {b}<->{b + 1} swapped, "
+        f"{action} {what}; the symmetry reduction would miss states. The state: {state}"
+    )
+
+
+def check_observed(fast, state: State, action, nxt: State, fp: int) -> None:
+    """Verify mode: a successor the fast path built is one the spec's step gives, and its
+    fingerprint is the state's own."""
+    if nxt not in fast.model.step(state, action):
+        raise FastPathError(
+            f"the successor cached for {action} is not one the step function gives at {state}: cached {nxt}"
+        )
+    if fp != fast.fingerprint(nxt):
+        raise FastPathError(f"the fingerprint cached for {action} at {state} is not the successor's own")
+
+
+def describe_outcomes(outcomes: tuple) -> str:
+    """Cached outcomes as the components each successor changes: [{position: component}]."""
+    return str([{i: x for i, x, _ in changes} for changes, _, _ in outcomes])
