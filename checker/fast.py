@@ -455,32 +455,6 @@ class FastModel:
             got = self.relabels[key] = self.fast.components.intern(relabel(x, perm), tag)
         return got
 
-    def owner_key(self, state: State) -> int:
-        """What the multi-process engine partitions states by: the fingerprint of the
-        (canonical) controller. States that share a controller share most cache entries
-        (every step that reads it), so each worker keeps meeting its own; a random split
-        made every worker recompute most of them."""
-        c = state.controller
-        if self.config.symmetry and (self.pooled or c.replicas != self.in_order):
-            c = symmetry.canonical(state).controller
-        return self.fast.controller_fingerprint(c)
-
-    def shipped(self, state: State) -> list[tuple]:
-        """(fingerprint, kind, component) of each component of a state, in position order:
-        how --workers sends states (a peer that has a component needs only its fingerprint)."""
-        comps = self.fast._interned(state)[0]
-        fp, tags = self.fast.components.fp, self.fast.tags
-        return [(fp[id(x)], tags[i], x) for i, x in enumerate(comps)]
-
-    def learn(self, kind: int, component) -> None:
-        """Take a component a peer shipped, so that assemble() can name it by fingerprint."""
-        self.fast.components.intern(component, kind)
-
-    def assemble(self, fingerprints: tuple) -> State:
-        """The state whose components have these fingerprints (each learned or met before)."""
-        by_fp = self.fast.components.by_fp
-        return self.fast.join([by_fp[f] for f in fingerprints])
-
     def canonical(self, state: State) -> State:
         return self.spec.canonical(state)
 

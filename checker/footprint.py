@@ -111,6 +111,12 @@ class RecordingState(State):
     def __len__(self) -> int:
         return 4
 
+    def _replace(self, **changes):  # NamedTuple's would rebuild it without the record
+        return self.__replace__(**changes)
+
+    def _asdict(self):
+        return dict(zip(State._fields, self._all()))
+
     __replace__ = _compile_replace()
 
 
@@ -139,8 +145,6 @@ for _name in (
     "__getnewargs__",
 ):
     setattr(RecordingState, _name, _seeing_all(_name))
-RecordingState._replace = lambda self, **changes: self.__replace__(**changes)  # type: ignore[method-assign]
-RecordingState._asdict = lambda self: dict(zip(State._fields, self._all()))  # type: ignore[method-assign]
 
 
 class ObservingState(RecordingState):

@@ -25,9 +25,11 @@ import resource
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+import kafkamc.checker.transport as transport
 from kafkamc.checker.codec import component_from_tuple
 from kafkamc.checker.explorer import cyclic_gc_paused
 from kafkamc.checker.fast import FastModel as Model
@@ -111,8 +113,8 @@ class Tools:
         by_fp = model.fast.components.by_fp
         for cfp, kind, values in comps:
             if cfp not in by_fp:
-                model.learn(kind, component_from_tuple(kind, values))
-        assemble = model.assemble
+                transport.learn(model, kind, component_from_tuple(kind, values))
+        assemble = partial(transport.assemble, model)
         return [(key, assemble(cfps)) for key, cfps in rows]
 
 
@@ -121,7 +123,7 @@ def pack(model, rows) -> bytes:
     fingerprints, and each component goes once into the blob's table as (fingerprint,
     kind, plain tuple). (A cache of the plain tuples across blobs doubled what a worker
     holds for each component it ever shipped.)"""
-    shipped = model.shipped
+    shipped = partial(transport.shipped, model)
     table: dict = {}
     out = []
     for row in rows:
@@ -222,7 +224,7 @@ def _expand(task: _Task, split: int, parts: Iterator[Part]) -> Iterator[tuple]:
         seen = emitted.__contains__
     found = Findings()
     out: list = [[] for _ in range(P)]
-    owner_of = model.owner_key
+    owner_of = partial(transport.owner_key, model)
     with cyclic_gc_paused():
         frontier = tools.states(part.frontier)
         for fp, key, nxt, bad in expand_fresh(model, frontier, tools.checks, task.unreached, found, seen):
@@ -296,7 +298,7 @@ def initial_parts(model, entries: list, partitions: int, spill: str | None = Non
     each partition's visited set goes to disk under that folder (spill_folder)."""
     shares: list = [[] for _ in range(partitions)]
     for fp, key, state in entries:
-        shares[model.owner_key(state) % partitions].append((key, fp, state))
+        shares[transport.owner_key(model, state) % partitions].append((key, fp, state))
     out = []
     for i, share in enumerate(shares):
         share.sort(key=lambda e: e[0])

@@ -1,7 +1,7 @@
 """Breadth-first search across N local processes (`kafkamc check --workers N`).
 
 The design is the Spark engine's, without Spark: worker w owns the states whose
-controller's fingerprint is w modulo N (Model.owner_key: states that share a controller
+controller's fingerprint is w modulo N (checker/transport.py owner_key: states that share a controller
 share most step-cache entries, so each worker's caches serve it; with a split on the
 whole state's fingerprint every worker recomputed 80% of the cache and two workers were
 no faster than one), keeps their visited set and their part of the frontier. One BFS
@@ -33,8 +33,10 @@ import signal
 import time
 import traceback
 from collections.abc import Callable
+from functools import partial
 from queue import Empty
 
+import kafkamc.checker.transport as transport
 from kafkamc.checker.contract import SearchModel
 from kafkamc.checker.level import (
     Findings,
@@ -86,7 +88,7 @@ class _Worker:
         mine: dict = {}  # fp -> (key, state) for states this worker owns
         out: list = [{} for _ in range(n)]
         found = Findings()
-        seen, owner_of = self.visited.__contains__, model.owner_key
+        seen, owner_of = self.visited.__contains__, partial(transport.owner_key, model)
         for fp, k, nxt in expand_part(model, self.frontier, self.suite, unreached, found, deadline):
             owner = owner_of(nxt) % n
             if owner == w:
@@ -122,7 +124,7 @@ class _Worker:
 
     def _pack(self, peer: int, box: dict) -> tuple:
         """(components the peer lacks, [(fp, key, component fingerprints), ...])."""
-        shipped, sent = self.model.shipped, self.sent[peer]
+        shipped, sent = partial(transport.shipped, self.model), self.sent[peer]
         components, states = [], []
         for fp, (k, state) in box.items():
             parts = shipped(state)
@@ -135,7 +137,8 @@ class _Worker:
 
     def _unpack(self, items: tuple, mine: dict) -> None:
         components, states = items
-        learn, assemble, seen = self.model.learn, self.model.assemble, self.visited.__contains__
+        learn, assemble = partial(transport.learn, self.model), partial(transport.assemble, self.model)
+        seen = self.visited.__contains__
         for kind, comp in components:
             learn(kind, comp)
         for fp, k, cfps in states:
@@ -260,7 +263,7 @@ class _Coordinator(Tally):
             return False
         shares: list[list] = [[] for _ in range(n)]
         for fp, key, s in entries:
-            shares[model.owner_key(s) % n].append((fp, key, s))
+            shares[transport.owner_key(model, s) % n].append((fp, key, s))
         self.frontier = sum(r["frontier"] for r in self._all("start", shares))
         return True
 
