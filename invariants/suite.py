@@ -189,7 +189,9 @@ class InvariantSuite:
         """The state components a variable's source reads, by the views' locals for them:
         s_c (controller), s_g (ghost), s_b2 (broker 2); p_c ... for the state before."""
         names = f"{self.V.state_name}|{self.P.state_name}"
-        return set(re.findall(rf"\b((?:{names})_(?:c|g|b\d+))", source))
+        found = set(re.findall(rf"\b((?:{names})_(?:c|g|b\d+))", source))
+        # A source that reads a state other than through those locals reads all of it.
+        return found | set(re.findall(rf"\b((?:{names}))\b(?!_)", source))
 
     def shipped(self, reach_sets: list) -> ShippedChecks:
         """This suite's hot path as text, for processes without Z3 (Spark executors), with the

@@ -176,3 +176,11 @@ def test_budget_make_and_spend():
     assert u.spend("fences") == Budget.make(records=1, crashes=2, fences=1)
     assert u.spend("records").of("records") == 2 and u.of("records") == 1
     assert Budget.make() == Budget()
+
+
+def test_a_view_source_that_reads_the_state_directly_reads_all_of_it():
+    """The quiet test is cached on the parts of the state its sources read (leader_only): a
+    source that reads the state past the view's locals must count as reading everything."""
+    suite = InvariantSuite(Config(rf=2, minisr=2))
+    assert suite._components("s_c.leader + s_b2.hw") == {"s_c", "s_b2"}
+    assert suite._components("len(s.brokers) + p_g.hw_seen") == {"s", "p_g"}
