@@ -91,6 +91,7 @@ def test_no_record_no_hw_to_advance():
     assert_exact(cfg)
 
 
+@pytest.mark.slow  # 90 s: a full check at rf 3 with a fence and a hard crash
 def test_one_fence_and_one_hard_crash_do_not_warn_of_a_recovering_election():
     """The issue's example: one fence and one hard crash cannot empty the ELR at rf 3, min
     ISR 2, so RecoveringElection is not expected (with one or two ISR shrinks it used to

@@ -171,6 +171,7 @@ def _orbits(cfg: Config) -> int:
     return len({symmetry.canonical(s).key() for _p, _a, s, new in bfs(model) if new})
 
 
+@pytest.mark.slow  # 35 s: the unreduced search's every state canonicalised
 def test_symmetry_over_the_pool_counts_each_class_once():
     """The reduced search counts exactly the classes the unreduced one reaches."""
     cfg = Config(rf=2, minisr=1, broker_count=3, max_records=1, max_hard_crashes=0, max_reassignments=1)
