@@ -35,24 +35,31 @@ def describe(action) -> str:
     return f"{type(action).__name__}({args})"
 
 
+FAIRNESS = ("weak", "strong", "none", "fault")
+
+
 @dataclass(frozen=True)
 class Action:
     type: type  # the action's dataclass
     candidates: Callable[..., Any]  # (cfg, controller, broker, budget, b) -> a tuple or list of broker b's actions
     step: Callable[..., Any]  # (cfg, state, action) -> next state, or None when the guard fails
+    # Fairness for liveness (checker/liveness.py), stated by every entry (FAIRNESS holds the
+    # values): "weak", a step of the protocol itself that cannot stay enabled forever without
+    # being taken (each instance, e.g. one follower's fetch); "strong", one that is taken if it
+    # is enabled again and again; "none", a client's or operator's choice, which may never
+    # come; "fault", which also happens only finitely often, so no cycle of a lasso takes it.
+    fairness: str
     bounds: tuple[Bound, ...] = ()  # budgets it spends; with all of them 0 it never fires
     enabled_by: tuple[Bound, ...] = ()  # bounds without which it never fires, though it spends none
     rule: tuple[str, tuple[str, ...]] | None = None  # (rule, values) under which alone it fires
     setting: tuple[str, object] | None = None  # (Config field, value) under which alone it fires
     moves_replicas: bool = False  # it may change the replica set's order (symmetry must relabel)
-    # Fairness for liveness (checker/liveness.py): "weak", a step of the protocol itself that
-    # cannot stay enabled forever without being taken (each instance, e.g. one follower's
-    # fetch); "strong", one that is taken if it is enabled again and again; "none", a
-    # client's or operator's choice, which may never come; "fault", which also happens only
-    # finitely often, so no cycle of a lasso takes it.
-    fairness: str = "weak"
     rare: bool = False  # enabled only in corners most bounds never reach: no warning when it never fires
     describe: Callable[[Any], str] = describe
+
+    def __post_init__(self) -> None:
+        if self.fairness not in FAIRNESS:
+            raise ValueError(f"{self.type.__name__}: fairness {self.fairness!r} is not one of {FAIRNESS}")
 
     @property
     def name(self) -> str:
@@ -70,8 +77,12 @@ _STOPS = (*_DEAD, cs.CONTROLLED_SHUTDOWNS)  # a broker can only restart after on
 NEXT: tuple[Action, ...] = (
     Action(lc.BrokerRestart, lc.restart_candidates, lc.broker_restart, enabled_by=_STOPS, fairness="none"),
     Action(pr.Produce, pr.produce_candidates, pr.produce, bounds=(pr.RECORDS,), fairness="none"),
-    Action(pr.ProduceRetry, pr.retry_candidates, pr.produce_retry, enabled_by=(pr.RECORDS,), rare=True),
-    Action(rt.LogRetention, rt.retention_candidates, rt.log_retention, enabled_by=(pr.RECORDS,), rare=True),
+    Action(
+        pr.ProduceRetry, pr.retry_candidates, pr.produce_retry, enabled_by=(pr.RECORDS,), rare=True, fairness="weak"
+    ),
+    Action(
+        rt.LogRetention, rt.retention_candidates, rt.log_retention, enabled_by=(pr.RECORDS,), rare=True, fairness="weak"
+    ),
     Action(
         ap.AlterPartition,
         ap.alter_partition_candidates,
@@ -79,23 +90,36 @@ NEXT: tuple[Action, ...] = (
         bounds=(ap.ISR_SHRINKS,),
         fairness="strong",
     ),
-    Action(ap.HandleAlterPartitionResponse, ap.alter_partition_response_candidates, ap.handle_alter_partition_response),
+    Action(
+        ap.HandleAlterPartitionResponse,
+        ap.alter_partition_response_candidates,
+        ap.handle_alter_partition_response,
+        fairness="weak",
+    ),
     Action(
         fe.OffsetsForLeaderEpoch,
         fe.offsets_candidates,
         fe.offsets_for_leader_epoch,
         rule=("truncation", ("leader_epoch", "leader_epoch_kip279")),
+        fairness="weak",
     ),
-    Action(fe.Fetch, fe.fetch_candidates, fe.fetch),
+    Action(fe.Fetch, fe.fetch_candidates, fe.fetch, fairness="weak"),
     Action(fe.ReplicaStall, fe.stall_candidates, fe.replica_stall, enabled_by=(ap.ISR_SHRINKS,), fairness="fault"),
-    Action(md.MetadataUpdate, md.metadata_candidates, md.metadata_update),
+    Action(md.MetadataUpdate, md.metadata_candidates, md.metadata_update, fairness="weak"),
     Action(lc.BrokerCrash, lc.crash_candidates, lc.broker_crash, bounds=_DEAD, fairness="fault"),
-    Action(lc.BrokerSessionTimeout, lc.session_timeout_candidates, lc.broker_session_timeout, enabled_by=_DEAD),
+    Action(
+        lc.BrokerSessionTimeout,
+        lc.session_timeout_candidates,
+        lc.broker_session_timeout,
+        enabled_by=_DEAD,
+        fairness="weak",
+    ),
     Action(
         lc.CheckpointHighWatermarks,
         lc.checkpoint_candidates,
         lc.checkpoint_high_watermarks,
         enabled_by=(lc.UNCLEAN_CRASHES,),
+        fairness="weak",
     ),
     Action(
         lc.ControllerFenceBroker,
@@ -104,7 +128,7 @@ NEXT: tuple[Action, ...] = (
         bounds=(lc.FENCES,),
         fairness="fault",
     ),
-    Action(lc.BrokerHeartbeat, lc.heartbeat_candidates, lc.broker_heartbeat, enabled_by=(lc.FENCES,)),
+    Action(lc.BrokerHeartbeat, lc.heartbeat_candidates, lc.broker_heartbeat, enabled_by=(lc.FENCES,), fairness="weak"),
     Action(
         el.AutoLeaderRebalance,
         el.auto_rebalance_candidates,
@@ -133,6 +157,7 @@ NEXT: tuple[Action, ...] = (
         cs.complete_candidates,
         cs.controlled_shutdown_complete,
         enabled_by=(cs.CONTROLLED_SHUTDOWNS,),
+        fairness="weak",
     ),
     Action(
         ra.AlterPartitionReassignments,
