@@ -96,16 +96,27 @@ def sent_bepochs(cfg: Config, br: Broker, b: int, proposed: int) -> tuple:
     )
 
 
+def may_propose(br: Broker, b: int) -> bool:
+    """The guard's leader side: b acts as leader with no ISR change pending or unanswered."""
+    return br.alive and br.leader == b and not br.pending and br.alter is None
+
+
+def may_add(cfg: Config, br: Broker, f: int) -> bool:
+    """Whether leader b proposes follower f for the ISR: it saw f caught up (may_join) and
+    eligible (eligible_in_view); under isr_update=zookeeper additions happen in the fetch."""
+    return cfg.rule("isr_update") != "zookeeper" and may_join(cfg, br, f) and eligible_in_view(br, f)
+
+
 def alter_partition_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> list[AlterPartition]:
     """Proposals the leader's own view already rules out are left out (a follower it sees
     caught up is never dropped, one behind never added): a third of the candidates
     otherwise. A shrink drops any non-empty set of the followers it sees behind
-    (`several` adds the sets of two or more). The step checks every guard again."""
-    if not br.alive or br.leader != b or br.pending or br.alter is not None:
+    (`several` adds the sets of two or more). The step checks the rest of the guard (may_drop,
+    and the budget per stalled follower)."""
+    if not may_propose(br, b):
         return []
     shrinks_left = cfg.allows(u, ISR_SHRINKS)
     messages = cfg.rule("isr_lag") == "messages"
-    zookeeper = cfg.rule("isr_update") == "zookeeper"  # additions happen in the fetch
     current = members(br.isr)
     out = []
     droppable = 0
@@ -116,7 +127,7 @@ def alter_partition_candidates(cfg: Config, c: Controller, br: Broker, u: Budget
             if (shrinks_left or messages) and behind(br, f):
                 droppable |= bit(f)
                 out.append(AlterPartition(b, tuple(m for m in current if m != f)))
-        elif not zookeeper and may_join(cfg, br, f) and eligible_in_view(br, f):
+        elif may_add(cfg, br, f):
             out.append(AlterPartition(b, tuple(sorted(current + (f,)))))
     for dropped in several(droppable):
         out.append(AlterPartition(b, tuple(m for m in current if not dropped & bit(m))))
@@ -140,10 +151,13 @@ def several(droppable: int) -> list[int]:
     return sorted(subsets, key=lambda m: (size(m), m))
 
 
+def awaits_response(br: Broker, b: int) -> bool:
+    """The guard of HandleAlterPartitionResponse: leader b has an answer to its AlterPartition."""
+    return br.alive and br.leader == b and br.alter is not None
+
+
 def alter_partition_response_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if br.alive and br.leader == b and br.alter is not None:
-        return (HandleAlterPartitionResponse(b),)
-    return ()
+    return (HandleAlterPartitionResponse(b),) if awaits_response(br, b) else ()
 
 
 def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | None:
@@ -157,7 +171,7 @@ def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | Non
     and this step only shrinks."""
     b = a.leader
     br = state.broker(b)
-    if not state.leads(b) or br.pending or br.alter is not None:
+    if not may_propose(br, b):
         return None
     proposed = 0
     for m in a.isr:
@@ -182,7 +196,7 @@ def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | Non
                 budget = budget.spend(ISR_SHRINKS.name)
     elif added:
         f = members(added)[0]
-        if cfg.rule("isr_update") == "zookeeper" or not may_join(cfg, br, f) or not eligible_in_view(br, f):
+        if not may_add(cfg, br, f):
             return None
     return write_isr(cfg, replace(state, budget=budget), b, proposed)
 
@@ -233,7 +247,7 @@ def handle_alter_partition_response(cfg: Config, state: State, a: HandleAlterPar
     b = a.leader
     br = state.broker(b)
     resp = br.alter
-    if not br.alive or resp is None:
+    if resp is None or not awaits_response(br, b):
         return None
     zookeeper = cfg.rule("isr_update") == "zookeeper"
     if resp.ok and br.leader == b and (zookeeper or (resp.epoch == br.epoch and resp.pepoch >= br.pepoch)):

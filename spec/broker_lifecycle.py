@@ -137,39 +137,69 @@ def matters(cfg: Config, c: Controller, u: Budget, b: int) -> bool:
     return b in c.replicas or cfg.allows(u, REASSIGNMENTS)
 
 
+# Each step's guard, which its candidates and its step share (one home per guard).
+
+
+def may_restart(c: Controller, br: Broker, b: int) -> bool:
+    """b is down and the controller has fenced its previous incarnation."""
+    return not br.alive and not c.registered & bit(b)
+
+
+def session_expires(c: Controller, br: Broker, b: int) -> bool:
+    """b is down and still registered: its session will time out."""
+    return not br.alive and bool(c.registered & bit(b))
+
+
+def may_crash(cfg: Config, br: Broker, u: Budget, keep: int | None) -> bool:
+    """b is up and a crash of that kind is left; a hard crash keeps a prefix of its log."""
+    if not br.alive:
+        return False
+    if keep is None:
+        return cfg.allows(u, CRASHES)
+    return cfg.allows(u, UNCLEAN_CRASHES) and 0 <= keep <= br.leo
+
+
+def may_fence(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> bool:
+    """b is up and registered, a fence is left, and b matters to the partition."""
+    return br.alive and bool(c.registered & bit(b)) and cfg.allows(u, FENCES) and matters(cfg, c, u, b)
+
+
+def may_heartbeat(c: Controller, br: Broker, b: int) -> bool:
+    """b is up and fenced: its next heartbeat unfences it."""
+    return br.alive and not c.registered & bit(b)
+
+
+def may_checkpoint(cfg: Config, br: Broker, u: Budget) -> bool:
+    """The HW moved since the last checkpoint, and a hard crash that would read it is left."""
+    return br.alive and br.checkpoint_hw != br.hw and cfg.allows(u, UNCLEAN_CRASHES)
+
+
 def restart_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    return () if br.alive or c.registered & bit(b) else (BrokerRestart(b),)
+    return (BrokerRestart(b),) if may_restart(c, br, b) else ()
 
 
 def session_timeout_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    return (BrokerSessionTimeout(b),) if not br.alive and c.registered & bit(b) else ()
+    return (BrokerSessionTimeout(b),) if session_expires(c, br, b) else ()
 
 
 def crash_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> list[BrokerCrash]:
-    if not br.alive:
-        return []
     if b not in c.replicas:  # hosts nothing: it matters only as a reassignment's target (spec/reassignment.py)
-        return [BrokerCrash(b)] if cfg.allows(u, CRASHES) and cfg.allows(u, REASSIGNMENTS) else []
-    out = [BrokerCrash(b)] if cfg.allows(u, CRASHES) else []
-    if cfg.allows(u, UNCLEAN_CRASHES):
-        out += [BrokerCrash(b, keep) for keep in range(br.leo + 1)]
-    return out
+        keeps: list[int | None] = [None] if cfg.allows(u, REASSIGNMENTS) else []
+    else:
+        keeps = [None, *range(br.leo + 1)]
+    return [BrokerCrash(b, keep) for keep in keeps if may_crash(cfg, br, u, keep)]
 
 
 def fence_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if br.alive and c.registered & bit(b) and cfg.allows(u, FENCES) and matters(cfg, c, u, b):
-        return (ControllerFenceBroker(b),)
-    return ()
+    return (ControllerFenceBroker(b),) if may_fence(cfg, c, br, u, b) else ()
 
 
 def heartbeat_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    return (BrokerHeartbeat(b),) if br.alive and not c.registered & bit(b) else ()
+    return (BrokerHeartbeat(b),) if may_heartbeat(c, br, b) else ()
 
 
 def checkpoint_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if br.alive and br.checkpoint_hw != br.hw and cfg.allows(u, UNCLEAN_CRASHES):
-        return (CheckpointHighWatermarks(b),)
-    return ()
+    return (CheckpointHighWatermarks(b),) if may_checkpoint(cfg, br, u) else ()
 
 
 def checkpoint_high_watermarks(cfg: Config, state: State, a: CheckpointHighWatermarks) -> State | None:
@@ -177,7 +207,7 @@ def checkpoint_high_watermarks(cfg: Config, state: State, a: CheckpointHighWater
     (a follower's HW can go down when it truncates)."""
     b = a.broker
     br = state.broker(b)
-    if not br.alive or br.checkpoint_hw == br.hw or not cfg.allows(state.budget, UNCLEAN_CRASHES):
+    if not may_checkpoint(cfg, br, state.budget):
         return None
     return state.with_broker(b, replace(br, checkpoint_hw=br.hw))
 
@@ -198,16 +228,12 @@ def broker_crash(cfg: Config, state: State, a: BrokerCrash) -> State | None:
     b = a.broker
     br = state.broker(b)
     budget = state.budget
-    if not br.alive:
+    if not may_crash(cfg, br, budget, a.keep):
         return None
     if a.keep is None:
-        if not cfg.allows(budget, CRASHES):
-            return None
         budget = budget.spend(CRASHES.name)
         log, cache, hw = br.log, br.cache, br.hw  # ReplicaManager.shutdown checkpoints the HW
     else:
-        if not cfg.allows(budget, UNCLEAN_CRASHES) or not 0 <= a.keep <= br.leo:
-            return None
         budget = budget.spend(UNCLEAN_CRASHES.name)
         log, cache = truncate(br.log, br.cache, a.keep)
         hw = min(br.checkpoint_hw, a.keep)  # the in-memory HW is lost; the file's is read back
@@ -232,7 +258,7 @@ def broker_session_timeout(cfg: Config, state: State, a: BrokerSessionTimeout) -
     (BrokerHeartbeatManager.findOneStaleBroker) and handleBrokerFenced fences it, takes it out
     of the ISR and re-elects where it led. Once per crash: the broker is dead and registered."""
     b = a.broker
-    if state.broker(b).alive or not state.controller.registered & bit(b):
+    if not session_expires(state.controller, state.broker(b), b):
         return None
     return fence(cfg, state, b)
 
@@ -243,7 +269,7 @@ def broker_restart(cfg: Config, state: State, a: BrokerRestart) -> State | None:
     incarnation is registered (DuplicateBrokerRegistrationException: its session is valid)."""
     b = a.broker
     br = state.broker(b)
-    if br.alive or state.controller.registered & bit(b):
+    if not may_restart(state.controller, br, b):
         return None
     bepoch = state.controller.bepochs[b - 1] + 1
     hw = min(br.hw, br.leo)  # UnifiedLog.updateHighWatermark: the checkpoint, at most the log end
@@ -255,15 +281,13 @@ def broker_restart(cfg: Config, state: State, a: BrokerRestart) -> State | None:
 
 def controller_fence_broker(cfg: Config, state: State, a: ControllerFenceBroker) -> State | None:
     b = a.broker
-    if not state.broker(b).alive or not state.controller.registered & bit(b):
-        return None
-    if not cfg.allows(state.budget, FENCES):
+    if not may_fence(cfg, state.controller, state.broker(b), state.budget, b):
         return None
     return fence(cfg, replace(state, budget=state.budget.spend(FENCES.name)), b)
 
 
 def broker_heartbeat(cfg: Config, state: State, a: BrokerHeartbeat) -> State | None:
     b = a.broker
-    if not state.broker(b).alive or state.controller.registered & bit(b):
+    if not may_heartbeat(state.controller, state.broker(b), b):
         return None
     return unfence(cfg, state, b)

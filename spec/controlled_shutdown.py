@@ -82,24 +82,31 @@ class ControlledShutdownComplete:
     broker: int
 
 
+def may_shut_down(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> bool:
+    """The guard: b is up and active (unfenced, not shutting down already), a controlled shutdown
+    is left, and b matters to the partition. A broker outside the replica set may lead another
+    partition too and take either path (Kafka 4.1.1 marked such a broker in controlled
+    shutdown: `kafkamc conform`)."""
+    return br.alive and bool(c.active & bit(b)) and cfg.allows(u, CONTROLLED_SHUTDOWNS) and matters(cfg, c, u, b)
+
+
+def shutting_down(c: Controller, b: int) -> bool:
+    """b is in controlled shutdown and leads nothing at the controller (may_stop's first half)."""
+    return bool(c.shutdown) and bool(c.shutdown[b - 1]) and c.leader != b
+
+
 def controlled_shutdown_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    # A broker outside the replica set may lead another partition too and take either path (Kafka
-    # 4.1.1 marked such a broker in controlled shutdown: `kafkamc conform`).
-    if br.alive and c.active & bit(b) and cfg.allows(u, CONTROLLED_SHUTDOWNS) and matters(cfg, c, u, b):
-        return (ControlledShutdown(b),)
-    return ()
+    return (ControlledShutdown(b),) if may_shut_down(cfg, c, br, u, b) else ()
 
 
 def complete_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if br.alive and c.shutdown and c.shutdown[b - 1] and c.leader != b:
-        return (ControlledShutdownComplete(b),)
-    return ()
+    return (ControlledShutdownComplete(b),) if br.alive and shutting_down(c, b) else ()
 
 
 def controlled_shutdown(cfg: Config, state: State, a: ControlledShutdown) -> State | list[State] | None:
     b = a.broker
     c = state.controller
-    if not state.broker(b).alive or not c.active & bit(b) or not cfg.allows(state.budget, CONTROLLED_SHUTDOWNS):
+    if not may_shut_down(cfg, c, state.broker(b), state.budget, b):
         return None
     state = replace(state, budget=state.budget.spend(CONTROLLED_SHUTDOWNS.name))
     # Marked first, so that the election skips it; the mark then takes the epoch the change wrote.
@@ -117,7 +124,7 @@ def may_stop(cfg: Config, state: State, b: int) -> bool:
     every active broker has applied the metadata of its controlled shutdown (read as the
     leader epoch that shutdown wrote; the module's docstring says why that suffices)."""
     c = state.controller
-    if c.leader == b or not c.shutdown or not c.shutdown[b - 1]:
+    if not shutting_down(c, b):
         return False
     if cfg.rule("controlled_shutdown") == "zookeeper":
         return True

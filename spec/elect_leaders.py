@@ -62,16 +62,22 @@ class AutoLeaderRebalance:
     preferred: int
 
 
+def may_elect(cfg: Config, c: Controller, u: Budget, b: int) -> bool:
+    """ElectLeaders' guard: an operator's request, generated only with auto rebalancing off."""
+    return not cfg.auto_rebalance and preferred_ok(cfg, c, u, b)
+
+
+def may_rebalance(cfg: Config, c: Controller, u: Budget, b: int) -> bool:
+    """AutoLeaderRebalance's guard: the controller's own step, with auto rebalancing on."""
+    return cfg.auto_rebalance and preferred_ok(cfg, c, u, b)
+
+
 def elect_leaders_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if not cfg.auto_rebalance and preferred_ok(cfg, c, u, b):
-        return (ElectLeaders(b),)
-    return ()
+    return (ElectLeaders(b),) if may_elect(cfg, c, u, b) else ()
 
 
 def auto_rebalance_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if cfg.auto_rebalance and preferred_ok(cfg, c, u, b):
-        return (AutoLeaderRebalance(b),)
-    return ()
+    return (AutoLeaderRebalance(b),) if may_rebalance(cfg, c, u, b) else ()
 
 
 def preferred_ok(cfg: Config, c: Controller, u: Budget, b: int) -> bool:
@@ -81,19 +87,20 @@ def preferred_ok(cfg: Config, c: Controller, u: Budget, b: int) -> bool:
 
 
 def elect_leaders(cfg: Config, state: State, a: ElectLeaders) -> State | None:
+    if not may_elect(cfg, state.controller, state.budget, a.preferred):
+        return None  # ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, or no budget left
     return preferred_election(cfg, state, a.preferred)
 
 
 def auto_leader_rebalance(cfg: Config, state: State, a: AutoLeaderRebalance) -> State | None:
-    if not cfg.auto_rebalance:
+    if not may_rebalance(cfg, state.controller, state.budget, a.preferred):
         return None
     return preferred_election(cfg, state, a.preferred)
 
 
-def preferred_election(cfg: Config, state: State, b: int) -> State | None:
-    """PartitionChangeBuilder with Election.PREFERRED: b becomes leader, or nothing changes."""
+def preferred_election(cfg: Config, state: State, b: int) -> State:
+    """PartitionChangeBuilder with Election.PREFERRED: b becomes leader (the caller checked
+    that it may)."""
     c = state.controller
-    if not preferred_ok(cfg, c, state.budget, b):
-        return None  # ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, or no budget left
     state = replace(state, budget=state.budget.spend(LEADER_ELECTIONS.name))
     return partition_change(cfg, state, replace(c, leader=b))

@@ -53,30 +53,39 @@ class ReplicaStall:
     follower: int
 
 
+def follows(br: Broker, b: int) -> bool:
+    """Broker b is up and follows another broker in its own metadata."""
+    return br.alive and br.leader not in (NO_LEADER, b)
+
+
+def must_truncate(br: Broker, b: int) -> bool:
+    """The guard's follower side for OffsetsForLeaderEpoch: a follower that must truncate first."""
+    return follows(br, b) and br.truncating
+
+
+def may_fetch(br: Broker, b: int) -> bool:
+    """The guard's follower side for Fetch: a follower that need not truncate first."""
+    return follows(br, b) and not br.truncating
+
+
 def offsets_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    """A follower that must truncate first asks OffsetsForLeaderEpoch."""
-    if br.alive and br.leader not in (NO_LEADER, b) and br.truncating:
-        return (OffsetsForLeaderEpoch(b, br.leader),)
-    return ()
+    return (OffsetsForLeaderEpoch(b, br.leader),) if must_truncate(br, b) else ()
 
 
 def fetch_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if br.alive and br.leader not in (NO_LEADER, b) and not br.truncating:
-        return (Fetch(b, br.leader),)
-    return ()
+    return (Fetch(b, br.leader),) if may_fetch(br, b) else ()
 
 
-def may_stall(c: Controller, br: Broker, b: int) -> bool:
+def may_stall(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> bool:
     """Whether broker b, in the ISR and not stalled yet, is a follower whose fetches may stop: a
-    live one that follows someone in its own view, or a crashed one that does not lead."""
+    live one that follows someone in its own view, or a crashed one that does not lead; and
+    an ISR shrink is left to drop it (replica_stall says why)."""
     following = br.leader not in (NO_LEADER, b) if br.alive else c.leader != b
-    return following and not br.stalled and bool(c.isr & bit(b))
+    return following and not br.stalled and bool(c.isr & bit(b)) and cfg.allows(u, ISR_SHRINKS)
 
 
 def stall_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if may_stall(c, br, b) and cfg.allows(u, ISR_SHRINKS):
-        return (ReplicaStall(b),)
-    return ()
+    return (ReplicaStall(b),) if may_stall(cfg, c, br, u, b) else ()
 
 
 def epoch_fenced(cfg: Config, leader: Broker, follower_epoch: int) -> bool:
@@ -90,10 +99,8 @@ def send_fetch(cfg: Config, state: State, a: Fetch) -> FetchRequest | None:
     f, ld = a.follower, a.leader
     fol, lead = state.broker(f), state.broker(ld)
     if not (
-        fol.alive
+        may_fetch(fol, f)
         and fol.leader == ld
-        and ld != f
-        and not fol.truncating
         and lead.alive
         and lead.leader == ld
         and not epoch_fenced(cfg, lead, fol.epoch)
@@ -163,7 +170,7 @@ def offsets_for_leader_epoch(cfg: Config, state: State, a: OffsetsForLeaderEpoch
     """
     f, ld = a.follower, a.leader
     fol = state.broker(f)
-    if not fol.alive or not fol.truncating or fol.leader != ld or ld == f:
+    if not must_truncate(fol, f) or fol.leader != ld:
         return None
     lead = state.broker(ld)
     if not state.leads(ld) or epoch_fenced(cfg, lead, fol.epoch):
@@ -193,6 +200,6 @@ def replica_stall(cfg: Config, state: State, a: ReplicaStall) -> State | None:
     """
     f = a.follower
     fol = state.broker(f)
-    if not may_stall(state.controller, fol, f) or not cfg.allows(state.budget, ISR_SHRINKS):
+    if not may_stall(cfg, state.controller, fol, state.budget, f):
         return None
     return state.with_broker(f, replace(fol, stalled=True))

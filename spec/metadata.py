@@ -22,8 +22,13 @@ class MetadataUpdate:
     broker: int
 
 
+def needs_metadata(c: Controller, br: Broker, b: int) -> bool:
+    """The guard: b is up and its metadata is behind the controller's (stale)."""
+    return br.alive and stale(c, br, b)
+
+
 def metadata_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    return (MetadataUpdate(b),) if br.alive and stale(c, br, b) else ()
+    return (MetadataUpdate(b),) if needs_metadata(c, br, b) else ()
 
 
 def as_follower(br: Broker) -> Broker:
@@ -134,7 +139,7 @@ def metadata_update(cfg: Config, state: State, a: MetadataUpdate) -> State | Non
     b = a.broker
     br = state.broker(b)
     c = state.controller
-    if not br.alive or not stale(c, br, b):
+    if not needs_metadata(c, br, b):
         return None
     if b not in c.replicas:
         return state.with_broker(b, without_partition(br))

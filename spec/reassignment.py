@@ -119,11 +119,21 @@ def in_flight(c: Controller) -> bool:
     return bool(c.adding or c.removing)
 
 
+def may_reassign(cfg: Config, c: Controller, u: Budget) -> bool:
+    """The guard of a start: no move in flight, and a reassignment is left."""
+    return not in_flight(c) and cfg.allows(u, REASSIGNMENTS)
+
+
+def may_cancel(cfg: Config, c: Controller, u: Budget) -> bool:
+    """The guard of a cancel: a move in flight, and a cancel is left."""
+    return in_flight(c) and cfg.allows(u, CANCELS)
+
+
 def reassignment_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> list:
     """Candidates on broker b: the targets whose first incoming broker is b, with every order of
     their removing replicas when there are two or more; every broker of the pool is registered
     (a dead or fenced one included), so b need not be up."""
-    if b in c.replicas or in_flight(c) or not cfg.allows(u, REASSIGNMENTS):
+    if b in c.replicas or not may_reassign(cfg, c, u):
         return []
     out = []
     for t in targets(cfg, c):
@@ -139,7 +149,7 @@ def alter_partition_reassignments(cfg: Config, state: State, a: AlterPartitionRe
     removing replicas (PartitionReassignmentReplicas; their order: AlterPartitionReassignments);
     no broker state is checked beyond registration (validateManualPartitionAssignment)."""
     c = state.controller
-    if in_flight(c) or a.target not in targets(cfg, c) or not cfg.allows(state.budget, REASSIGNMENTS):
+    if not may_reassign(cfg, c, state.budget) or a.target not in targets(cfg, c):
         return None
     adding = removing = 0
     for b in a.target:
@@ -155,7 +165,7 @@ def alter_partition_reassignments(cfg: Config, state: State, a: AlterPartitionRe
 
 def cancel_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
     """One candidate, listed under the first replica, while a reassignment is in flight."""
-    if not in_flight(c) or b != c.replicas[0] or not cfg.allows(u, CANCELS):
+    if not may_cancel(cfg, c, u) or b != c.replicas[0]:
         return ()
     return (CancelPartitionReassignment(),)
 
@@ -182,7 +192,7 @@ def cancel_partition_reassignment(cfg: Config, state: State, a: CancelPartitionR
     (maybePopulateTargetElr does not filter them to the replica list); each deletes its
     replica once it applies the change, as a removed replica does on completion."""
     c = state.controller
-    if not in_flight(c) or not cfg.allows(state.budget, CANCELS):
+    if not may_cancel(cfg, c, state.budget):
         return None
     replicas, isr, unclean = revert(c)
     if unclean and not cfg.unclean:
