@@ -151,13 +151,14 @@ def several(droppable: int) -> list[int]:
     return sorted(subsets, key=lambda m: (size(m), m))
 
 
-def awaits_response(br: Broker, b: int) -> bool:
-    """The guard of HandleAlterPartitionResponse: leader b has an answer to its AlterPartition."""
-    return br.alive and br.leader == b and br.alter is not None
+def awaits_response(br: Broker) -> bool:
+    """The guard of HandleAlterPartitionResponse: b has an answer to its AlterPartition (only a
+    leader sends one; becoming a follower drops it, metadata.as_follower)."""
+    return br.alive and br.alter is not None
 
 
 def alter_partition_response_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    return (HandleAlterPartitionResponse(b),) if awaits_response(br, b) else ()
+    return (HandleAlterPartitionResponse(b),) if awaits_response(br) else ()
 
 
 def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | None:
@@ -247,7 +248,7 @@ def handle_alter_partition_response(cfg: Config, state: State, a: HandleAlterPar
     b = a.leader
     br = state.broker(b)
     resp = br.alter
-    if resp is None or not awaits_response(br, b):
+    if resp is None or not awaits_response(br):
         return None
     zookeeper = cfg.rule("isr_update") == "zookeeper"
     if resp.ok and br.leader == b and (zookeeper or (resp.epoch == br.epoch and resp.pepoch >= br.pepoch)):

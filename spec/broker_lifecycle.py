@@ -160,8 +160,8 @@ def may_crash(cfg: Config, br: Broker, u: Budget, keep: int | None) -> bool:
 
 
 def may_fence(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> bool:
-    """b is up and registered, a fence is left, and b matters to the partition."""
-    return br.alive and bool(c.registered & bit(b)) and cfg.allows(u, FENCES) and matters(cfg, c, u, b)
+    """b is up and registered, and a fence is left."""
+    return br.alive and bool(c.registered & bit(b)) and cfg.allows(u, FENCES)
 
 
 def may_heartbeat(c: Controller, br: Broker, b: int) -> bool:
@@ -191,7 +191,8 @@ def crash_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) 
 
 
 def fence_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    return (ControllerFenceBroker(b),) if may_fence(cfg, c, br, u, b) else ()
+    # `matters` is a reduction of the search, not a guard: a broker that hosts nothing is inert.
+    return (ControllerFenceBroker(b),) if may_fence(cfg, c, br, u, b) and matters(cfg, c, u, b) else ()
 
 
 def heartbeat_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:

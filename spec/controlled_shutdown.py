@@ -83,11 +83,9 @@ class ControlledShutdownComplete:
 
 
 def may_shut_down(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> bool:
-    """The guard: b is up and active (unfenced, not shutting down already), a controlled shutdown
-    is left, and b matters to the partition. A broker outside the replica set may lead another
-    partition too and take either path (Kafka 4.1.1 marked such a broker in controlled
-    shutdown: `kafkamc conform`)."""
-    return br.alive and bool(c.active & bit(b)) and cfg.allows(u, CONTROLLED_SHUTDOWNS) and matters(cfg, c, u, b)
+    """The guard: b is up and active (unfenced, not shutting down already), and a controlled
+    shutdown is left."""
+    return br.alive and bool(c.active & bit(b)) and cfg.allows(u, CONTROLLED_SHUTDOWNS)
 
 
 def shutting_down(c: Controller, b: int) -> bool:
@@ -96,7 +94,10 @@ def shutting_down(c: Controller, b: int) -> bool:
 
 
 def controlled_shutdown_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    return (ControlledShutdown(b),) if may_shut_down(cfg, c, br, u, b) else ()
+    # `matters` is a reduction of the search (broker_lifecycle.matters). A broker outside the
+    # replica set may lead another partition too and take either path (Kafka 4.1.1 marked such
+    # a broker in controlled shutdown: `kafkamc conform`).
+    return (ControlledShutdown(b),) if may_shut_down(cfg, c, br, u, b) and matters(cfg, c, u, b) else ()
 
 
 def complete_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:

@@ -62,18 +62,15 @@ class AutoLeaderRebalance:
     preferred: int
 
 
-def may_elect(cfg: Config, c: Controller, u: Budget, b: int) -> bool:
-    """ElectLeaders' guard: an operator's request, generated only with auto rebalancing off."""
-    return not cfg.auto_rebalance and preferred_ok(cfg, c, u, b)
-
-
 def may_rebalance(cfg: Config, c: Controller, u: Budget, b: int) -> bool:
     """AutoLeaderRebalance's guard: the controller's own step, with auto rebalancing on."""
     return cfg.auto_rebalance and preferred_ok(cfg, c, u, b)
 
 
 def elect_leaders_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    return (ElectLeaders(b),) if may_elect(cfg, c, u, b) else ()
+    # A reduction, not a guard: with auto rebalancing on, an operator's request reaches no state
+    # the controller's own step does not, so it is not generated (an operator may still send it).
+    return (ElectLeaders(b),) if not cfg.auto_rebalance and preferred_ok(cfg, c, u, b) else ()
 
 
 def auto_rebalance_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
@@ -87,7 +84,7 @@ def preferred_ok(cfg: Config, c: Controller, u: Budget, b: int) -> bool:
 
 
 def elect_leaders(cfg: Config, state: State, a: ElectLeaders) -> State | None:
-    if not may_elect(cfg, state.controller, state.budget, a.preferred):
+    if not preferred_ok(cfg, state.controller, state.budget, a.preferred):
         return None  # ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, or no budget left
     return preferred_election(cfg, state, a.preferred)
 
