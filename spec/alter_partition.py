@@ -14,6 +14,7 @@ from kafkamc.spec.bounds import Bound
 from kafkamc.spec.controller import handle_alter_partition
 from kafkamc.spec.hw import advance_leader_hw
 from kafkamc.spec.state import Broker, Budget, Controller, State, bit, members, replace, size
+from kafkamc.spec.wording import Wording
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -259,3 +260,76 @@ def handle_alter_partition_response(cfg: Config, state: State, a: HandleAlterPar
         return state.with_broker(b, replace(br, alter=None))
     nxt = state.with_broker(b, br)
     return advance_leader_hw(cfg, nxt, b) if br.leader == b else nxt
+
+
+# ---------------------------------------------------------------- how a trace tells them
+
+
+def alter_partition_html(a: AlterPartition, state: State, prev: State, draw) -> None:
+    draw.msg(draw.lane(a.leader), "controller", "AlterPartition ISR {" + ",".join(map(str, a.isr)) + "}")
+
+
+def response_html(a: HandleAlterPartitionResponse, state: State, prev: State, draw) -> None:
+    reply = prev.broker(a.leader).alter
+    label = (
+        "AlterPartition reply"
+        if reply is None
+        else (f"ok: ISR {draw.ids(reply.isr)}" if reply.ok else f"error {reply.error}")
+    )
+    draw.msg("controller", draw.lane(a.leader), label, "response")
+
+
+def isr_change(cfg: Config, steps: list, i: int, say) -> list[str]:
+    """An ISR change the leader asked for, with why a follower was dropped."""
+    action, state = steps[i]
+    before, after = steps[i - 1][1].controller, state.controller
+    if before.isr == after.isr:
+        return []
+    ld = action.leader
+    removed, added = members(before.isr & ~after.isr), members(after.isr & ~before.isr)
+    out = []
+    if before.replicas != after.replicas:  # the expansion completed a reassignment
+        f = added[0] if added else members(before.removing)[0]
+        out.append(
+            f"leader {ld} added broker {f} to the ISR, which completed the reassignment: "
+            f"replicas {list(after.replicas)}, ISR {say.ids(after.isr)}"
+        )
+        if after.leader != before.leader:
+            out.append("the controller " + say.election(cfg, action, before, state))
+        return out
+    if removed:
+        f = removed[0]
+        out.append(f"leader {ld} shrank the ISR to {say.ids(after.isr)}: follower {f} {_lag(steps, i, f)}")
+    if added:
+        f = added[0]
+        out.append(f"leader {ld} expanded the ISR to {say.ids(after.isr)} with broker {f}" + _caught_up(steps, i, f))
+    if after.elr != before.elr:
+        out.append(f"ELR now {say.ids(after.elr)}")
+    if before.recovering and not after.recovering:
+        out.append("the partition is RECOVERED")
+    return out
+
+
+def _caught_up(steps: list, i: int, f: int) -> str:
+    """What the leader went by when it let follower f back in, when that was not the truth."""
+    action, state = steps[i]
+    lead, fol = steps[i - 1][1].broker(action.leader), state.broker(f)
+    seen, epoch = lead.views[f - 1], lead.vbepochs[f - 1]
+    if epoch and epoch != fol.bepoch:
+        return f", going by a fetch at offset {seen} from its previous life (broker epoch {epoch}, now {fol.bepoch})"
+    if seen > fol.leo:
+        return f", going by a fetch at offset {seen}, though its log now ends at offset {fol.leo}"
+    return ""
+
+
+def _lag(steps: list, i: int, f: int) -> str:
+    """Why a leader took follower f for out of sync: when it stalled, or how far behind it was."""
+    if not steps[i - 1][1].broker(f).stalled:
+        return "was behind the leader's log end (replica.lag.max.messages)"
+    stalled = [j for j in range(1, i) if steps[j][1].broker(f).stalled and not steps[j - 1][1].broker(f).stalled]
+    when = f" at step {stalled[-1]}" if stalled else ""
+    return f"had stopped fetching{when} (replica.lag.time.max.ms)"
+
+
+ALTER_PARTITION_WORDS = Wording(html=alter_partition_html, isr_change=isr_change)
+RESPONSE_WORDS = Wording(html=response_html)

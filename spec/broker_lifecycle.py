@@ -57,6 +57,7 @@ from kafkamc.spec.log import truncate
 from kafkamc.spec.metadata import MetadataUpdate, metadata_update
 from kafkamc.spec.reassignment import REASSIGNMENTS
 from kafkamc.spec.state import Broker, Budget, Controller, State, bit, replace
+from kafkamc.spec.wording import Told, Wording
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -292,3 +293,107 @@ def broker_heartbeat(cfg: Config, state: State, a: BrokerHeartbeat) -> State | N
     if not may_heartbeat(state.controller, state.broker(b), b):
         return None
     return unfence(cfg, state, b)
+
+
+# ---------------------------------------------------------------- how a trace tells them
+
+
+def crash_html(a: BrokerCrash, state: State, prev: State, draw) -> None:
+    label = (
+        "crash (clean shutdown)"
+        if a.keep is None
+        else f"hard crash: {a.keep} flushed record{'' if a.keep == 1 else 's'} survive"
+    )
+    draw.mark(draw.lane(a.broker), label, "crash")
+
+
+def crash_event(cfg: Config, a: BrokerCrash, prev: State, state: State, say) -> tuple[str, int]:
+    """The crash itself (the controller learns nothing of it: BrokerSessionTimeout does), and
+    its lost log tail, which no truncation sentence repeats."""
+    b = a.broker
+    if a.keep is None:
+        return f"broker {b} shut down cleanly, its log flushed", b
+    lost = say.lost(prev.broker(b).log, state.broker(b).log)
+    if not lost:
+        text = f"broker {b} hard-crashed (kill -9, power loss) with its whole log flushed"
+    else:
+        kept = f"; the {a.keep} record(s) before it had been flushed" if a.keep else ""
+        text = (
+            f"broker {b} hard-crashed (kill -9, power loss) and lost the unflushed tail of its log: "
+            f"{say.entries(prev.ghost, lost)}{kept}"
+        )
+    return text + _checkpoint_lag(a.keep, prev.broker(b), state.broker(b)), b
+
+
+def _checkpoint_lag(keep: int, before: Broker, after: Broker) -> str:
+    """HW progress a hard crash loses because the checkpoint file lagged the HW in memory; ""
+    when the checkpoint was current (the surviving log end alone caps the HW, if anything)."""
+    if after.hw >= min(before.hw, keep):
+        return ""
+    return (
+        f"; its HW checkpoint (replication-offset-checkpoint) still said {before.checkpoint_hw}, behind "
+        f"its HW {before.hw} in memory, so it will restart with HW {after.hw}"
+    )
+
+
+def session_timeout_html(a: BrokerSessionTimeout, state: State, prev: State, draw) -> None:
+    # The controller's own step: the dead broker hears nothing.
+    draw.mark("controller", f"session timeout: fence broker {a.broker}", "fence")
+
+
+def session_timeout_told(
+    cfg: Config, a: BrokerSessionTimeout, before: Controller, state: State, told: bool, say
+) -> Told:
+    return Told(f"broker {a.broker}'s session timed out (broker.session.timeout.ms)", ["fenced it"])
+
+
+def checkpoint_html(a: CheckpointHighWatermarks, state: State, prev: State, draw) -> None:
+    hw = state.broker(a.broker).checkpoint_hw
+    draw.mark(draw.lane(a.broker), f"HW {hw} checkpointed", "checkpoint")
+
+
+def restart_html(a: BrokerRestart, state: State, prev: State, draw) -> None:
+    draw.mark(draw.lane(a.broker), "restart", "restart")
+    draw.msg(draw.lane(a.broker), "controller", f"register, broker epoch {state.broker(a.broker).bepoch}")
+
+
+def restart_truncation(cfg: Config, a: BrokerRestart, b: int, prev: State, state: State) -> tuple[str, str]:
+    br = state.broker(b)
+    who = f"broker {b} restarted (broker epoch {br.bepoch}), became follower of {br.leader} and"
+    return who, f"its own HW {br.hw} (the rule before KIP-101)"
+
+
+def restart_told(cfg: Config, a: BrokerRestart, before: Controller, state: State, told: bool, say) -> Told:
+    """The registration (unless a truncation sentence told the restart), and KAFKA-15586's drop."""
+    b, after = a.broker, state.controller
+    br = state.broker(b)
+    cause = "" if told else f"broker {b} restarted (broker epoch {br.bepoch}) with {say.log(br)}"
+    if not (before.isr | before.elr) & ~(after.isr | after.elr) & bit(b):
+        return Told(cause)
+    lists = " and ".join(n for n, m in (("ISR", before.isr), ("ELR", before.elr)) if m & bit(b))
+    return Told(cause, [], [f"dropped it from the {lists} after its unclean shutdown (KAFKA-15586)"])
+
+
+def fence_html(a: ControllerFenceBroker, state: State, prev: State, draw) -> None:
+    draw.mark("controller", f"fences broker {a.broker}", "fence")
+    draw.mark(draw.lane(a.broker), "fenced (it may not know yet)", "fence")
+
+
+def fence_told(cfg: Config, a: ControllerFenceBroker, before: Controller, state: State, told: bool, say) -> Told:
+    return Told("", [f"fenced broker {a.broker} though it is still running (missed heartbeats)"])
+
+
+def heartbeat_html(a: BrokerHeartbeat, state: State, prev: State, draw) -> None:
+    draw.msg(draw.lane(a.broker), "controller", "heartbeat: unfenced")
+
+
+def heartbeat_told(cfg: Config, a: BrokerHeartbeat, before: Controller, state: State, told: bool, say) -> Told:
+    return Told("", [f"unfenced broker {a.broker} on its heartbeat"])
+
+
+CRASH_WORDS = Wording(html=crash_html, event=crash_event)
+SESSION_TIMEOUT_WORDS = Wording(html=session_timeout_html, controller=session_timeout_told)
+CHECKPOINT_WORDS = Wording(html=checkpoint_html)
+RESTART_WORDS = Wording(html=restart_html, truncation=restart_truncation, controller=restart_told)
+FENCE_WORDS = Wording(html=fence_html, controller=fence_told)
+HEARTBEAT_WORDS = Wording(html=heartbeat_html, controller=heartbeat_told)

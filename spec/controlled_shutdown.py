@@ -54,6 +54,7 @@ from kafkamc.spec.bounds import Bound
 from kafkamc.spec.broker_lifecycle import matters, stopped
 from kafkamc.spec.controller import fence, leave_isr, partition_change, with_shutdown
 from kafkamc.spec.state import Broker, Budget, Controller, State, bit, replace
+from kafkamc.spec.wording import Told, Wording
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -150,3 +151,40 @@ def controlled_shutdown_complete(cfg: Config, state: State, a: ControlledShutdow
     if not state.broker(b).alive or not may_stop(cfg, state, b):
         return None
     return shutdown_now(cfg, state, b)
+
+
+# ---------------------------------------------------------------- how a trace tells them
+
+
+def shutdown_html(a: ControlledShutdown, state: State, prev: State, draw) -> None:
+    draw.msg(draw.lane(a.broker), "controller", "heartbeat: wants to shut down")
+    draw.mark("controller", f"broker {a.broker} in controlled shutdown", "fence")
+
+
+def complete_html(a: ControlledShutdownComplete, state: State, prev: State, draw) -> None:
+    draw.msg("controller", draw.lane(a.broker), "shouldShutDown", "response")
+    draw.mark(draw.lane(a.broker), "controlled shutdown: stops cleanly", "crash")
+
+
+def shutdown_told(cfg: Config, a: ControlledShutdown, before: Controller, state: State, told: bool, say) -> Told:
+    return Told(
+        f"broker {a.broker} asked for a controlled shutdown (a rolling restart)",
+        ["marked it as shutting down, no longer eligible to lead or join the ISR"],
+    )
+
+
+def complete_told(
+    cfg: Config, a: ControlledShutdownComplete, before: Controller, state: State, told: bool, say
+) -> Told:
+    return Told(
+        f"broker {a.broker} led nothing and every active broker had applied its shutdown",
+        ["told it to stop and fenced it; it stopped cleanly"],
+    )
+
+
+def shutdown_election(a: ControlledShutdown, before: Controller, after: Controller) -> str:
+    return f"in place of broker {a.broker}, which is shutting down"
+
+
+SHUTDOWN_WORDS = Wording(html=shutdown_html, controller=shutdown_told, election=shutdown_election)
+COMPLETE_WORDS = Wording(html=complete_html, controller=complete_told)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from kafkamc.spec.bounds import Bound
 from kafkamc.spec.controller import partition_change
 from kafkamc.spec.state import Broker, Budget, Controller, State, bit, replace
+from kafkamc.spec.wording import Told, Wording
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -101,3 +102,34 @@ def preferred_election(cfg: Config, state: State, b: int) -> State:
     c = state.controller
     state = replace(state, budget=state.budget.spend(LEADER_ELECTIONS.name))
     return partition_change(cfg, state, replace(c, leader=b))
+
+
+# ---------------------------------------------------------------- how a trace tells them
+
+
+def elect_leaders_html(a: ElectLeaders, state: State, prev: State, draw) -> None:
+    # An operator's request: no lane of its own, so a mark on the controller's.
+    draw.mark("controller", f"ElectLeaders: preferred broker {a.preferred}", "elect")
+
+
+def rebalance_html(a: AutoLeaderRebalance, state: State, prev: State, draw) -> None:
+    draw.mark("controller", f"auto rebalance: preferred broker {a.preferred}", "elect")  # the controller's own step
+
+
+def elect_leaders_told(cfg: Config, a: ElectLeaders, before: Controller, state: State, told: bool, say) -> Told:
+    return Told(f"an operator asked for a preferred leader election of broker {a.preferred} (ElectLeaders)")
+
+
+def rebalance_told(cfg: Config, a: AutoLeaderRebalance, before: Controller, state: State, told: bool, say) -> Told:
+    return Told(
+        f"the controller's automatic leader rebalance (auto.leader.rebalance.enable, on by default) "
+        f"found preferred replica {a.preferred} not leading"
+    )
+
+
+def as_preferred(a, before: Controller, after: Controller) -> str:
+    return "as the preferred replica"
+
+
+ELECT_LEADERS_WORDS = Wording(html=elect_leaders_html, controller=elect_leaders_told, election=as_preferred)
+REBALANCE_WORDS = Wording(html=rebalance_html, controller=rebalance_told, election=as_preferred)

@@ -16,6 +16,7 @@ from kafkamc.spec.hw import advance_leader_hw
 from kafkamc.spec.log import UNDEFINED, append, end_offset_for_epoch, truncate, truncation_offset
 from kafkamc.spec.rpc import RoundTrip
 from kafkamc.spec.state import NO_LEADER, Broker, Budget, Controller, FetchRequest, FetchResponse, State, bit, replace
+from kafkamc.spec.wording import Wording
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -203,3 +204,52 @@ def replica_stall(cfg: Config, state: State, a: ReplicaStall) -> State | None:
     if not may_stall(cfg, state.controller, fol, state.budget, f):
         return None
     return state.with_broker(f, replace(fol, stalled=True))
+
+
+# ---------------------------------------------------------------- how a trace tells them
+
+
+def fetch_html(a: Fetch, state: State, prev: State, draw) -> None:
+    """The request from the follower's log end, and the leader's answer: records and the HW it
+    read with them (before this fetch moved it), or where to truncate."""
+    f, ld = draw.lane(a.follower), draw.lane(a.leader)
+    before = prev.broker(a.follower)
+    same, added = draw.log_change(before.log, state.broker(a.follower).log)
+    draw.msg(f, ld, f"Fetch offset {before.leo}")
+    hw = prev.broker(a.leader).hw
+    if same < before.leo:
+        answer = f"diverging epoch: truncate to {same}"
+    elif added:
+        answer = f"{added} record{'s' if added > 1 else ''}, HW {hw}"
+    else:
+        answer = f"no records, HW {hw}"
+    draw.msg(ld, f, answer, "response")
+
+
+def offsets_html(a: OffsetsForLeaderEpoch, state: State, prev: State, draw) -> None:
+    f, ld = draw.lane(a.follower), draw.lane(a.leader)
+    before = prev.broker(a.follower)
+    same, _added = draw.log_change(before.log, state.broker(a.follower).log)
+    draw.msg(f, ld, f"OffsetsForLeaderEpoch e{before.last_epoch()}")
+    draw.msg(ld, f, f"epoch end: truncate to {same}" if same < before.leo else "epoch end: keep log", "response")
+
+
+def fetch_truncation(cfg: Config, a: Fetch, b: int, prev: State, state: State) -> tuple[None, str]:
+    to = f"offset {state.broker(b).leo}"
+    if cfg.rule("truncation") == "diverging_epoch":
+        return None, to + f" on a diverging-epoch fetch response from leader {a.leader}"
+    return None, to + f" on OFFSET_OUT_OF_RANGE from leader {a.leader}: it was ahead of the leader's log end"
+
+
+def offsets_truncation(cfg: Config, a: OffsetsForLeaderEpoch, b: int, prev: State, state: State) -> tuple[None, str]:
+    said = f"where leader {a.leader} said epoch {prev.broker(b).last_epoch()} ends (OffsetsForLeaderEpoch)"
+    return None, f"offset {state.broker(b).leo} {said}"
+
+
+def stall_html(a: ReplicaStall, state: State, prev: State, draw) -> None:
+    draw.mark(draw.lane(a.follower), "stalls: stops fetching", "stall")
+
+
+FETCH_WORDS = Wording(html=fetch_html, truncation=fetch_truncation)
+OFFSETS_WORDS = Wording(html=offsets_html, truncation=offsets_truncation)
+STALL_WORDS = Wording(html=stall_html)

@@ -9,6 +9,7 @@ from kafkamc.spec.bounds import Bound
 from kafkamc.spec.hw import advance_leader_hw, brokers_down
 from kafkamc.spec.log import append
 from kafkamc.spec.state import Broker, Budget, Controller, State, replace, size
+from kafkamc.spec.wording import Wording
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -91,3 +92,11 @@ def produce_retry(cfg: Config, state: State, a: ProduceRetry) -> State | None:
         return None
     nxt = advance_leader_hw(cfg, state, b)
     return None if nxt is state else nxt
+
+
+def produce_html(a: Produce, state: State, prev: State, draw) -> None:
+    draw.msg("producer", draw.lane(a.leader), f"Produce r{a.record}")
+
+
+PRODUCE_WORDS = Wording(html=produce_html)
+RETRY_WORDS = Wording()  # the page and the story tell only what it moved (an HW, an acknowledgement)

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING
 from kafkamc.spec.bounds import Bound
 from kafkamc.spec.controller import partition_change
 from kafkamc.spec.state import NO_LEADER, Broker, Budget, Controller, State, bit, replace
+from kafkamc.spec.wording import Told, Wording
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -201,3 +202,45 @@ def cancel_partition_reassignment(cfg: Config, state: State, a: CancelPartitionR
     stays = c.leader != NO_LEADER and isr & c.active & bit(c.leader)
     reverted = replace(c, replicas=replicas, isr=isr, adding=0, removing=0, leader=c.leader if stays else NO_LEADER)
     return partition_change(cfg, state, reverted)
+
+
+# ---------------------------------------------------------------- how a trace tells them
+
+
+def reassignment_html(a: AlterPartitionReassignments, state: State, prev: State, draw) -> None:
+    # An operator's request, like ElectLeaders: a mark on the controller's lane.
+    draw.mark("controller", f"reassign to [{','.join(map(str, a.target))}]", "elect")
+
+
+def cancel_html(a: CancelPartitionReassignment, state: State, prev: State, draw) -> None:
+    reverted = ",".join(map(str, state.controller.replicas))
+    draw.mark("controller", f"reassignment cancelled: [{reverted}]", "elect")
+
+
+def reassignment_told(
+    cfg: Config, a: AlterPartitionReassignments, before: Controller, state: State, told: bool, say
+) -> Told:
+    incoming = [r for r in a.target if r not in before.replicas]
+    one = len(incoming) == 1
+    brokers = f"broker {incoming[0]} as an adding replica" if one else f"brokers {incoming} as adding replicas"
+    return Told(
+        f"an operator moved the partition to replicas {list(a.target)} (AlterPartitionReassignments)",
+        [f"added {brokers} ({say.assignment(state.controller)})"],
+    )
+
+
+def cancel_told(cfg: Config, a: CancelPartitionReassignment, before: Controller, state: State, told: bool, say) -> Told:
+    return Told(
+        "an operator cancelled the reassignment (AlterPartitionReassignments with no target)",
+        [f"reverted it (PartitionReassignmentRevert): replicas now {list(state.controller.replicas)}"],
+    )
+
+
+def cancel_election(a: CancelPartitionReassignment, before: Controller, after: Controller) -> str | None:
+    if before.leader not in after.replicas:
+        return f"in place of broker {before.leader}, an adding replica the cancel removed"
+    return None
+
+
+REASSIGNMENT_WORDS = Wording(html=reassignment_html, controller=reassignment_told)
+CANCEL_WORDS = Wording(html=cancel_html, controller=cancel_told, election=cancel_election)

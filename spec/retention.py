@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from kafkamc.spec.produce import RECORDS
 from kafkamc.spec.state import UNKNOWN, Broker, Budget, Controller, State, replace
+from kafkamc.spec.wording import Wording
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -103,3 +104,6 @@ def log_retention(cfg: Config, state: State, a: LogRetention) -> State | None:
     ghost = replace(g, committed=tuple(r - 1 for r in g.committed[1:]), hw_seen=_down(g.hw_seen), acked=g.acked >> 1)
     spent = tuple(sorted((k, v) for k, v in budget.items() if v))
     return State(replace(c, pepoch=1), brokers, ghost, Budget(spent))
+
+
+RETENTION_WORDS = Wording()  # a trace shows the renumbered logs; no message of its own
