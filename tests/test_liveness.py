@@ -213,9 +213,9 @@ def test_faults_are_never_fair_and_every_action_declares_its_fairness():
     # Issue 32: fairness has no default; an entry must state it, and a valid one.
     fetch = next(a for a in NEXT if a.name == "Fetch")
     with pytest.raises(TypeError):
-        Action(fetch.type, fetch.candidates, fetch.step)  # type: ignore[call-arg]
+        Action(fetch.type, fetch.candidates, fetch.step, wording=fetch.wording)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="fairness"):
-        Action(fetch.type, fetch.candidates, fetch.step, fairness="eventual")
+        Action(fetch.type, fetch.candidates, fetch.step, "eventual", fetch.wording)
 
 
 # ------------------------------------------------------------------ the command line
