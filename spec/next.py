@@ -19,6 +19,7 @@ from kafkamc.spec import alter_partition as ap
 from kafkamc.spec import broker_lifecycle as lc
 from kafkamc.spec import controlled_shutdown as cs
 from kafkamc.spec import elect_leaders as el
+from kafkamc.spec import elect_unclean as eu
 from kafkamc.spec import fetch as fe
 from kafkamc.spec import metadata as md
 from kafkamc.spec import produce as pr
@@ -173,6 +174,7 @@ NEXT: tuple[Action, ...] = (
         bounds=(el.LEADER_ELECTIONS,),
         setting=("auto_rebalance", False),
     ),
+    Action(eu.ElectLeadersUnclean, eu.candidates, eu.elect_leaders_unclean, "none", eu.WORDS, bounds=(eu.ELECTIONS,)),
     Action(
         cs.ControlledShutdown,
         cs.controlled_shutdown_candidates,
