@@ -90,7 +90,7 @@ def may_shut_down(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> 
 
 
 def shutting_down(c: Controller, b: int) -> bool:
-    """b is in controlled shutdown and leads nothing at the controller (may_stop's first half)."""
+    """b is in controlled shutdown and leads nothing at the controller."""
     return bool(c.shutdown) and bool(c.shutdown[b - 1]) and c.leader != b
 
 
@@ -101,8 +101,14 @@ def controlled_shutdown_candidates(cfg: Config, c: Controller, br: Broker, u: Bu
     return (ControlledShutdown(b),) if may_shut_down(cfg, c, br, u, b) and matters(cfg, c, u, b) else ()
 
 
+def awaits_stop(c: Controller, br: Broker, b: int) -> bool:
+    """The guard's part its candidates can see: b is up, in controlled shutdown, leading nothing
+    at the controller. The step also asks may_stop whether every active broker has caught up."""
+    return br.alive and shutting_down(c, b)
+
+
 def complete_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    return (ControlledShutdownComplete(b),) if br.alive and shutting_down(c, b) else ()
+    return (ControlledShutdownComplete(b),) if awaits_stop(c, br, b) else ()
 
 
 def controlled_shutdown(cfg: Config, state: State, a: ControlledShutdown) -> State | list[State] | None:
@@ -121,13 +127,11 @@ def controlled_shutdown(cfg: Config, state: State, a: ControlledShutdown) -> Sta
 
 
 def may_stop(cfg: Config, state: State, b: int) -> bool:
-    """BrokerHeartbeatManager.calculateNextBrokerState in CONTROLLED_SHUTDOWN: the broker leads
-    nothing (at the controller), and under KRaft controlledShutdownOffset <= lowestActiveOffset:
-    every active broker has applied the metadata of its controlled shutdown (read as the
-    leader epoch that shutdown wrote; the module's docstring says why that suffices)."""
+    """BrokerHeartbeatManager.calculateNextBrokerState in CONTROLLED_SHUTDOWN, for a broker that
+    leads nothing at the controller (awaits_stop): under KRaft controlledShutdownOffset <=
+    lowestActiveOffset, every active broker has applied the metadata of its controlled shutdown
+    (read as the leader epoch that shutdown wrote; the module's docstring says why that suffices)."""
     c = state.controller
-    if not shutting_down(c, b):
-        return False
     if cfg.rule("controlled_shutdown") == "zookeeper":
         return True
     active = c.active
@@ -148,7 +152,7 @@ def shutdown_now(cfg: Config, state: State, b: int) -> State:
 def controlled_shutdown_complete(cfg: Config, state: State, a: ControlledShutdownComplete) -> State | None:
     """A heartbeat of a broker in controlled shutdown that may stop: SHUTDOWN_NOW."""
     b = a.broker
-    if not state.broker(b).alive or not may_stop(cfg, state, b):
+    if not awaits_stop(state.controller, state.broker(b), b) or not may_stop(cfg, state, b):
         return None
     return shutdown_now(cfg, state, b)
 
