@@ -12,12 +12,18 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
+from kafkamc.spec.hw import exposed_hw, isr_in_use
+
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+# The spec functions a view variable's source may call (invariants/view.py): a variable that
+# spec computes reads spec's own function, here and on every Spark executor.
+SPEC_FUNCTIONS = {"exposed_hw": exposed_hw, "isr_in_use": isr_in_use}
 
 
 def define(name: str, src: str):
     """The function `name` that the text `src` defines (src.source is kept on it)."""
-    namespace: dict = {}
+    namespace: dict = dict(SPEC_FUNCTIONS)
     exec(compile(src, f"<invariant {name}>", "exec"), namespace)
     fn = namespace[name]
     fn.source = src

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import z3
+from kafkamc.invariants.source import SPEC_FUNCTIONS
 from kafkamc.spec.config import Config
 
 
@@ -59,11 +60,17 @@ class View:
         self.knows_isr: dict[int, dict[int, z3.BoolRef]] = {}
         self.pending: dict[int, z3.BoolRef] = {}
         self.last_known: dict[int, z3.BoolRef] = {}
-        kip207 = cfg.rule("consumer_hw") == "kip207"
-        maximal = cfg.rule("hw_pending_isr") == "maximal"
+        # Spec's functions (spec.hw.exposed_hw, isr_in_use), given the rules' values as text:
+        # the view computes nothing spec computes (invariants/source.py SPEC_FUNCTIONS).
+        consumer_rule, isr_rule = cfg.rule("consumer_hw"), cfg.rule("hw_pending_isr")
         for b in cfg.brokers:
             br = f"{n}_b{b}"
-            self.prelude += [f"{br} = {n}.brokers[{b - 1}]", f"{br}_log = {br}.log", f"{br}_leo = len({br}_log)"]
+            self.prelude += [
+                f"{br} = {n}.brokers[{b - 1}]",
+                f"{br}_log = {br}.log",
+                f"{br}_leo = len({br}_log)",
+                f"{br}_hwisr = isr_in_use({isr_rule!r}, {br})",
+            ]
             self.alive[b] = self._bool(f"alive[{b}]", f"{br}.alive")
             self.leads[b] = self._bool(f"leads[{b}]", f"({br}.alive and {br}.leader == {b})")
             self.epoch[b] = self._int(f"epoch[{b}]", f"{br}.epoch")
@@ -81,14 +88,11 @@ class View:
             self.shutting[b] = self._bool(
                 f"shutting[{b}]", f"bool({n}_c.shutdown and {n}_c.shutdown[{b - 1}])"
             )  # in controlled shutdown
-            # The HW consumers can read from b (spec.model.consumer_hw), -1 for none.
-            self.exposed[b] = self._int(
-                f"exposed_hw[{b}]", f"(-1 if {br}.hw < {br}.start else {br}.hw)" if kip207 else f"{br}.hw"
-            )
+            # The HW consumers can read from b (spec.hw.consumer_hw), -1 for none.
+            self.exposed[b] = self._int(f"exposed_hw[{b}]", f"exposed_hw({consumer_rule!r}, {br})")
             # Whether b, as leader, counts f in the ISR its HW is computed over (spec.hw.hw_isr).
-            in_use = f"({br}.isr | {br}.pending)" if maximal else f"{br}.isr"
             self.in_hw_isr[b] = {
-                f: self._bool(f"in_hw_isr[{b}][{f}]", f"bool({in_use} & {1 << (f - 1)})") for f in cfg.brokers
+                f: self._bool(f"in_hw_isr[{b}][{f}]", f"bool({br}_hwisr & {1 << (f - 1)})") for f in cfg.brokers
             }
             self.knows_leader[b] = self._int(f"knows_leader[{b}]", f"{br}.leader")
             self.pepoch[b] = self._int(f"pepoch[{b}]", f"{br}.pepoch")
@@ -133,7 +137,7 @@ class View:
 
     def values_fn(self):
         """A function of a State returning {name: value} for every variable of this view."""
-        ns: dict = {}
+        ns: dict = dict(SPEC_FUNCTIONS)
         exec(compile(self.values_source(), "<view values>", "exec"), ns)
         return ns["values"]
 

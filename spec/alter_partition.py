@@ -14,6 +14,7 @@ from kafkamc.spec.bounds import Bound
 from kafkamc.spec.controller import handle_alter_partition
 from kafkamc.spec.hw import advance_leader_hw
 from kafkamc.spec.state import Broker, Budget, Controller, State, bit, members, replace, size
+from kafkamc.spec.wording import Wording
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -96,16 +97,27 @@ def sent_bepochs(cfg: Config, br: Broker, b: int, proposed: int) -> tuple:
     )
 
 
+def may_propose(br: Broker, b: int) -> bool:
+    """The guard's leader side: b acts as leader with no ISR change pending or unanswered."""
+    return br.alive and br.leader == b and not br.pending and br.alter is None
+
+
+def may_add(cfg: Config, br: Broker, f: int) -> bool:
+    """Whether leader b proposes follower f for the ISR: it saw f caught up (may_join) and
+    eligible (eligible_in_view); under isr_update=zookeeper additions happen in the fetch."""
+    return cfg.rule("isr_update") != "zookeeper" and may_join(cfg, br, f) and eligible_in_view(br, f)
+
+
 def alter_partition_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> list[AlterPartition]:
     """Proposals the leader's own view already rules out are left out (a follower it sees
     caught up is never dropped, one behind never added): a third of the candidates
     otherwise. A shrink drops any non-empty set of the followers it sees behind
-    (`several` adds the sets of two or more). The step checks every guard again."""
-    if not br.alive or br.leader != b or br.pending or br.alter is not None:
+    (`several` adds the sets of two or more). The step checks the rest of the guard (may_drop,
+    and the budget per stalled follower)."""
+    if not may_propose(br, b):
         return []
     shrinks_left = cfg.allows(u, ISR_SHRINKS)
     messages = cfg.rule("isr_lag") == "messages"
-    zookeeper = cfg.rule("isr_update") == "zookeeper"  # additions happen in the fetch
     current = members(br.isr)
     out = []
     droppable = 0
@@ -116,7 +128,7 @@ def alter_partition_candidates(cfg: Config, c: Controller, br: Broker, u: Budget
             if (shrinks_left or messages) and behind(br, f):
                 droppable |= bit(f)
                 out.append(AlterPartition(b, tuple(m for m in current if m != f)))
-        elif not zookeeper and may_join(cfg, br, f) and eligible_in_view(br, f):
+        elif may_add(cfg, br, f):
             out.append(AlterPartition(b, tuple(sorted(current + (f,)))))
     for dropped in several(droppable):
         out.append(AlterPartition(b, tuple(m for m in current if not dropped & bit(m))))
@@ -140,10 +152,14 @@ def several(droppable: int) -> list[int]:
     return sorted(subsets, key=lambda m: (size(m), m))
 
 
+def awaits_response(br: Broker) -> bool:
+    """The guard of HandleAlterPartitionResponse: b has an answer to its AlterPartition (only a
+    leader sends one; becoming a follower drops it, metadata.as_follower)."""
+    return br.alive and br.alter is not None
+
+
 def alter_partition_response_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if br.alive and br.leader == b and br.alter is not None:
-        return (HandleAlterPartitionResponse(b),)
-    return ()
+    return (HandleAlterPartitionResponse(b),) if awaits_response(br) else ()
 
 
 def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | None:
@@ -157,7 +173,7 @@ def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | Non
     and this step only shrinks."""
     b = a.leader
     br = state.broker(b)
-    if not state.leads(b) or br.pending or br.alter is not None:
+    if not may_propose(br, b):
         return None
     proposed = 0
     for m in a.isr:
@@ -182,7 +198,7 @@ def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | Non
                 budget = budget.spend(ISR_SHRINKS.name)
     elif added:
         f = members(added)[0]
-        if cfg.rule("isr_update") == "zookeeper" or not may_join(cfg, br, f) or not eligible_in_view(br, f):
+        if not may_add(cfg, br, f):
             return None
     return write_isr(cfg, replace(state, budget=budget), b, proposed)
 
@@ -233,7 +249,7 @@ def handle_alter_partition_response(cfg: Config, state: State, a: HandleAlterPar
     b = a.leader
     br = state.broker(b)
     resp = br.alter
-    if not br.alive or resp is None:
+    if resp is None or not awaits_response(br):
         return None
     zookeeper = cfg.rule("isr_update") == "zookeeper"
     if resp.ok and br.leader == b and (zookeeper or (resp.epoch == br.epoch and resp.pepoch >= br.pepoch)):
@@ -244,3 +260,76 @@ def handle_alter_partition_response(cfg: Config, state: State, a: HandleAlterPar
         return state.with_broker(b, replace(br, alter=None))
     nxt = state.with_broker(b, br)
     return advance_leader_hw(cfg, nxt, b) if br.leader == b else nxt
+
+
+# ---------------------------------------------------------------- how a trace tells them
+
+
+def alter_partition_html(a: AlterPartition, state: State, prev: State, draw) -> None:
+    draw.msg(draw.lane(a.leader), "controller", "AlterPartition ISR {" + ",".join(map(str, a.isr)) + "}")
+
+
+def response_html(a: HandleAlterPartitionResponse, state: State, prev: State, draw) -> None:
+    reply = prev.broker(a.leader).alter
+    label = (
+        "AlterPartition reply"
+        if reply is None
+        else (f"ok: ISR {draw.ids(reply.isr)}" if reply.ok else f"error {reply.error}")
+    )
+    draw.msg("controller", draw.lane(a.leader), label, "response")
+
+
+def isr_change(cfg: Config, steps: list, i: int, say) -> list[str]:
+    """An ISR change the leader asked for, with why a follower was dropped."""
+    action, state = steps[i]
+    before, after = steps[i - 1][1].controller, state.controller
+    if before.isr == after.isr:
+        return []
+    ld = action.leader
+    removed, added = members(before.isr & ~after.isr), members(after.isr & ~before.isr)
+    out = []
+    if before.replicas != after.replicas:  # the expansion completed a reassignment
+        f = added[0] if added else members(before.removing)[0]
+        out.append(
+            f"leader {ld} added broker {f} to the ISR, which completed the reassignment: "
+            f"replicas {list(after.replicas)}, ISR {say.ids(after.isr)}"
+        )
+        if after.leader != before.leader:
+            out.append("the controller " + say.election(cfg, action, before, state))
+        return out
+    if removed:
+        f = removed[0]
+        out.append(f"leader {ld} shrank the ISR to {say.ids(after.isr)}: follower {f} {_lag(steps, i, f)}")
+    if added:
+        f = added[0]
+        out.append(f"leader {ld} expanded the ISR to {say.ids(after.isr)} with broker {f}" + _caught_up(steps, i, f))
+    if after.elr != before.elr:
+        out.append(f"ELR now {say.ids(after.elr)}")
+    if before.recovering and not after.recovering:
+        out.append("the partition is RECOVERED")
+    return out
+
+
+def _caught_up(steps: list, i: int, f: int) -> str:
+    """What the leader went by when it let follower f back in, when that was not the truth."""
+    action, state = steps[i]
+    lead, fol = steps[i - 1][1].broker(action.leader), state.broker(f)
+    seen, epoch = lead.views[f - 1], lead.vbepochs[f - 1]
+    if epoch and epoch != fol.bepoch:
+        return f", going by a fetch at offset {seen} from its previous life (broker epoch {epoch}, now {fol.bepoch})"
+    if seen > fol.leo:
+        return f", going by a fetch at offset {seen}, though its log now ends at offset {fol.leo}"
+    return ""
+
+
+def _lag(steps: list, i: int, f: int) -> str:
+    """Why a leader took follower f for out of sync: when it stalled, or how far behind it was."""
+    if not steps[i - 1][1].broker(f).stalled:
+        return "was behind the leader's log end (replica.lag.max.messages)"
+    stalled = [j for j in range(1, i) if steps[j][1].broker(f).stalled and not steps[j - 1][1].broker(f).stalled]
+    when = f" at step {stalled[-1]}" if stalled else ""
+    return f"had stopped fetching{when} (replica.lag.time.max.ms)"
+
+
+ALTER_PARTITION_WORDS = Wording(html=alter_partition_html, isr_change=isr_change)
+RESPONSE_WORDS = Wording(html=response_html)

@@ -57,6 +57,7 @@ from kafkamc.spec.log import truncate
 from kafkamc.spec.metadata import MetadataUpdate, metadata_update
 from kafkamc.spec.reassignment import REASSIGNMENTS
 from kafkamc.spec.state import Broker, Budget, Controller, State, bit, replace
+from kafkamc.spec.wording import Told, Wording
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -137,39 +138,70 @@ def matters(cfg: Config, c: Controller, u: Budget, b: int) -> bool:
     return b in c.replicas or cfg.allows(u, REASSIGNMENTS)
 
 
+# Each step's guard, which its candidates and its step share (one home per guard).
+
+
+def may_restart(c: Controller, br: Broker, b: int) -> bool:
+    """b is down and the controller has fenced its previous incarnation."""
+    return not br.alive and not c.registered & bit(b)
+
+
+def session_expires(c: Controller, br: Broker, b: int) -> bool:
+    """b is down and still registered: its session will time out."""
+    return not br.alive and bool(c.registered & bit(b))
+
+
+def may_crash(cfg: Config, br: Broker, u: Budget, keep: int | None) -> bool:
+    """b is up and a crash of that kind is left; a hard crash keeps a prefix of its log."""
+    if not br.alive:
+        return False
+    if keep is None:
+        return cfg.allows(u, CRASHES)
+    return cfg.allows(u, UNCLEAN_CRASHES) and 0 <= keep <= br.leo
+
+
+def may_fence(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> bool:
+    """b is up and registered, and a fence is left."""
+    return br.alive and bool(c.registered & bit(b)) and cfg.allows(u, FENCES)
+
+
+def may_heartbeat(c: Controller, br: Broker, b: int) -> bool:
+    """b is up and fenced: its next heartbeat unfences it."""
+    return br.alive and not c.registered & bit(b)
+
+
+def may_checkpoint(cfg: Config, br: Broker, u: Budget) -> bool:
+    """The HW moved since the last checkpoint, and a hard crash that would read it is left."""
+    return br.alive and br.checkpoint_hw != br.hw and cfg.allows(u, UNCLEAN_CRASHES)
+
+
 def restart_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    return () if br.alive or c.registered & bit(b) else (BrokerRestart(b),)
+    return (BrokerRestart(b),) if may_restart(c, br, b) else ()
 
 
 def session_timeout_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    return (BrokerSessionTimeout(b),) if not br.alive and c.registered & bit(b) else ()
+    return (BrokerSessionTimeout(b),) if session_expires(c, br, b) else ()
 
 
 def crash_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> list[BrokerCrash]:
-    if not br.alive:
-        return []
     if b not in c.replicas:  # hosts nothing: it matters only as a reassignment's target (spec/reassignment.py)
-        return [BrokerCrash(b)] if cfg.allows(u, CRASHES) and cfg.allows(u, REASSIGNMENTS) else []
-    out = [BrokerCrash(b)] if cfg.allows(u, CRASHES) else []
-    if cfg.allows(u, UNCLEAN_CRASHES):
-        out += [BrokerCrash(b, keep) for keep in range(br.leo + 1)]
-    return out
+        keeps: list[int | None] = [None] if cfg.allows(u, REASSIGNMENTS) else []
+    else:
+        keeps = [None, *range(br.leo + 1)]
+    return [BrokerCrash(b, keep) for keep in keeps if may_crash(cfg, br, u, keep)]
 
 
 def fence_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if br.alive and c.registered & bit(b) and cfg.allows(u, FENCES) and matters(cfg, c, u, b):
-        return (ControllerFenceBroker(b),)
-    return ()
+    # `matters` is a reduction of the search, not a guard: a broker that hosts nothing is inert.
+    return (ControllerFenceBroker(b),) if may_fence(cfg, c, br, u, b) and matters(cfg, c, u, b) else ()
 
 
 def heartbeat_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    return (BrokerHeartbeat(b),) if br.alive and not c.registered & bit(b) else ()
+    return (BrokerHeartbeat(b),) if may_heartbeat(c, br, b) else ()
 
 
 def checkpoint_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if br.alive and br.checkpoint_hw != br.hw and cfg.allows(u, UNCLEAN_CRASHES):
-        return (CheckpointHighWatermarks(b),)
-    return ()
+    return (CheckpointHighWatermarks(b),) if may_checkpoint(cfg, br, u) else ()
 
 
 def checkpoint_high_watermarks(cfg: Config, state: State, a: CheckpointHighWatermarks) -> State | None:
@@ -177,7 +209,7 @@ def checkpoint_high_watermarks(cfg: Config, state: State, a: CheckpointHighWater
     (a follower's HW can go down when it truncates)."""
     b = a.broker
     br = state.broker(b)
-    if not br.alive or br.checkpoint_hw == br.hw or not cfg.allows(state.budget, UNCLEAN_CRASHES):
+    if not may_checkpoint(cfg, br, state.budget):
         return None
     return state.with_broker(b, replace(br, checkpoint_hw=br.hw))
 
@@ -198,16 +230,12 @@ def broker_crash(cfg: Config, state: State, a: BrokerCrash) -> State | None:
     b = a.broker
     br = state.broker(b)
     budget = state.budget
-    if not br.alive:
+    if not may_crash(cfg, br, budget, a.keep):
         return None
     if a.keep is None:
-        if not cfg.allows(budget, CRASHES):
-            return None
         budget = budget.spend(CRASHES.name)
         log, cache, hw = br.log, br.cache, br.hw  # ReplicaManager.shutdown checkpoints the HW
     else:
-        if not cfg.allows(budget, UNCLEAN_CRASHES) or not 0 <= a.keep <= br.leo:
-            return None
         budget = budget.spend(UNCLEAN_CRASHES.name)
         log, cache = truncate(br.log, br.cache, a.keep)
         hw = min(br.checkpoint_hw, a.keep)  # the in-memory HW is lost; the file's is read back
@@ -232,7 +260,7 @@ def broker_session_timeout(cfg: Config, state: State, a: BrokerSessionTimeout) -
     (BrokerHeartbeatManager.findOneStaleBroker) and handleBrokerFenced fences it, takes it out
     of the ISR and re-elects where it led. Once per crash: the broker is dead and registered."""
     b = a.broker
-    if state.broker(b).alive or not state.controller.registered & bit(b):
+    if not session_expires(state.controller, state.broker(b), b):
         return None
     return fence(cfg, state, b)
 
@@ -243,7 +271,7 @@ def broker_restart(cfg: Config, state: State, a: BrokerRestart) -> State | None:
     incarnation is registered (DuplicateBrokerRegistrationException: its session is valid)."""
     b = a.broker
     br = state.broker(b)
-    if br.alive or state.controller.registered & bit(b):
+    if not may_restart(state.controller, br, b):
         return None
     bepoch = state.controller.bepochs[b - 1] + 1
     hw = min(br.hw, br.leo)  # UnifiedLog.updateHighWatermark: the checkpoint, at most the log end
@@ -255,15 +283,117 @@ def broker_restart(cfg: Config, state: State, a: BrokerRestart) -> State | None:
 
 def controller_fence_broker(cfg: Config, state: State, a: ControllerFenceBroker) -> State | None:
     b = a.broker
-    if not state.broker(b).alive or not state.controller.registered & bit(b):
-        return None
-    if not cfg.allows(state.budget, FENCES):
+    if not may_fence(cfg, state.controller, state.broker(b), state.budget, b):
         return None
     return fence(cfg, replace(state, budget=state.budget.spend(FENCES.name)), b)
 
 
 def broker_heartbeat(cfg: Config, state: State, a: BrokerHeartbeat) -> State | None:
     b = a.broker
-    if not state.broker(b).alive or state.controller.registered & bit(b):
+    if not may_heartbeat(state.controller, state.broker(b), b):
         return None
     return unfence(cfg, state, b)
+
+
+# ---------------------------------------------------------------- how a trace tells them
+
+
+def crash_html(a: BrokerCrash, state: State, prev: State, draw) -> None:
+    label = (
+        "crash (clean shutdown)"
+        if a.keep is None
+        else f"hard crash: {a.keep} flushed record{'' if a.keep == 1 else 's'} survive"
+    )
+    draw.mark(draw.lane(a.broker), label, "crash")
+
+
+def crash_event(cfg: Config, a: BrokerCrash, prev: State, state: State, say) -> tuple[str, int]:
+    """The crash itself (the controller learns nothing of it: BrokerSessionTimeout does), and
+    its lost log tail, which no truncation sentence repeats."""
+    b = a.broker
+    if a.keep is None:
+        return f"broker {b} shut down cleanly, its log flushed", b
+    lost = say.lost(prev.broker(b).log, state.broker(b).log)
+    if not lost:
+        text = f"broker {b} hard-crashed (kill -9, power loss) with its whole log flushed"
+    else:
+        kept = f"; the {a.keep} record(s) before it had been flushed" if a.keep else ""
+        text = (
+            f"broker {b} hard-crashed (kill -9, power loss) and lost the unflushed tail of its log: "
+            f"{say.entries(prev.ghost, lost)}{kept}"
+        )
+    return text + _checkpoint_lag(a.keep, prev.broker(b), state.broker(b)), b
+
+
+def _checkpoint_lag(keep: int, before: Broker, after: Broker) -> str:
+    """HW progress a hard crash loses because the checkpoint file lagged the HW in memory; ""
+    when the checkpoint was current (the surviving log end alone caps the HW, if anything)."""
+    if after.hw >= min(before.hw, keep):
+        return ""
+    return (
+        f"; its HW checkpoint (replication-offset-checkpoint) still said {before.checkpoint_hw}, behind "
+        f"its HW {before.hw} in memory, so it will restart with HW {after.hw}"
+    )
+
+
+def session_timeout_html(a: BrokerSessionTimeout, state: State, prev: State, draw) -> None:
+    # The controller's own step: the dead broker hears nothing.
+    draw.mark("controller", f"session timeout: fence broker {a.broker}", "fence")
+
+
+def session_timeout_told(
+    cfg: Config, a: BrokerSessionTimeout, before: Controller, state: State, told: bool, say
+) -> Told:
+    return Told(f"broker {a.broker}'s session timed out (broker.session.timeout.ms)", ["fenced it"])
+
+
+def checkpoint_html(a: CheckpointHighWatermarks, state: State, prev: State, draw) -> None:
+    hw = state.broker(a.broker).checkpoint_hw
+    draw.mark(draw.lane(a.broker), f"HW {hw} checkpointed", "checkpoint")
+
+
+def restart_html(a: BrokerRestart, state: State, prev: State, draw) -> None:
+    draw.mark(draw.lane(a.broker), "restart", "restart")
+    draw.msg(draw.lane(a.broker), "controller", f"register, broker epoch {state.broker(a.broker).bepoch}")
+
+
+def restart_truncation(cfg: Config, a: BrokerRestart, b: int, prev: State, state: State) -> tuple[str, str]:
+    br = state.broker(b)
+    who = f"broker {b} restarted (broker epoch {br.bepoch}), became follower of {br.leader} and"
+    return who, f"its own HW {br.hw} (the rule before KIP-101)"
+
+
+def restart_told(cfg: Config, a: BrokerRestart, before: Controller, state: State, told: bool, say) -> Told:
+    """The registration (unless a truncation sentence told the restart), and KAFKA-15586's drop."""
+    b, after = a.broker, state.controller
+    br = state.broker(b)
+    cause = "" if told else f"broker {b} restarted (broker epoch {br.bepoch}) with {say.log(br)}"
+    if not (before.isr | before.elr) & ~(after.isr | after.elr) & bit(b):
+        return Told(cause)
+    lists = " and ".join(n for n, m in (("ISR", before.isr), ("ELR", before.elr)) if m & bit(b))
+    return Told(cause, [], [f"dropped it from the {lists} after its unclean shutdown (KAFKA-15586)"])
+
+
+def fence_html(a: ControllerFenceBroker, state: State, prev: State, draw) -> None:
+    draw.mark("controller", f"fences broker {a.broker}", "fence")
+    draw.mark(draw.lane(a.broker), "fenced (it may not know yet)", "fence")
+
+
+def fence_told(cfg: Config, a: ControllerFenceBroker, before: Controller, state: State, told: bool, say) -> Told:
+    return Told("", [f"fenced broker {a.broker} though it is still running (missed heartbeats)"])
+
+
+def heartbeat_html(a: BrokerHeartbeat, state: State, prev: State, draw) -> None:
+    draw.msg(draw.lane(a.broker), "controller", "heartbeat: unfenced")
+
+
+def heartbeat_told(cfg: Config, a: BrokerHeartbeat, before: Controller, state: State, told: bool, say) -> Told:
+    return Told("", [f"unfenced broker {a.broker} on its heartbeat"])
+
+
+CRASH_WORDS = Wording(html=crash_html, event=crash_event)
+SESSION_TIMEOUT_WORDS = Wording(html=session_timeout_html, controller=session_timeout_told)
+CHECKPOINT_WORDS = Wording(html=checkpoint_html)
+RESTART_WORDS = Wording(html=restart_html, truncation=restart_truncation, controller=restart_told)
+FENCE_WORDS = Wording(html=fence_html, controller=fence_told)
+HEARTBEAT_WORDS = Wording(html=heartbeat_html, controller=heartbeat_told)

@@ -54,6 +54,7 @@ from kafkamc.spec.bounds import Bound
 from kafkamc.spec.broker_lifecycle import matters, stopped
 from kafkamc.spec.controller import fence, leave_isr, partition_change, with_shutdown
 from kafkamc.spec.state import Broker, Budget, Controller, State, bit, replace
+from kafkamc.spec.wording import Told, Wording
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -82,24 +83,38 @@ class ControlledShutdownComplete:
     broker: int
 
 
+def may_shut_down(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> bool:
+    """The guard: b is up and active (unfenced, not shutting down already), and a controlled
+    shutdown is left."""
+    return br.alive and bool(c.active & bit(b)) and cfg.allows(u, CONTROLLED_SHUTDOWNS)
+
+
+def shutting_down(c: Controller, b: int) -> bool:
+    """b is in controlled shutdown and leads nothing at the controller."""
+    return bool(c.shutdown) and bool(c.shutdown[b - 1]) and c.leader != b
+
+
 def controlled_shutdown_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    # A broker outside the replica set may lead another partition too and take either path (Kafka
-    # 4.1.1 marked such a broker in controlled shutdown: `kafkamc conform`).
-    if br.alive and c.active & bit(b) and cfg.allows(u, CONTROLLED_SHUTDOWNS) and matters(cfg, c, u, b):
-        return (ControlledShutdown(b),)
-    return ()
+    # `matters` is a reduction of the search (broker_lifecycle.matters). A broker outside the
+    # replica set may lead another partition too and take either path (Kafka 4.1.1 marked such
+    # a broker in controlled shutdown: `kafkamc conform`).
+    return (ControlledShutdown(b),) if may_shut_down(cfg, c, br, u, b) and matters(cfg, c, u, b) else ()
+
+
+def awaits_stop(c: Controller, br: Broker, b: int) -> bool:
+    """The guard's part its candidates can see: b is up, in controlled shutdown, leading nothing
+    at the controller. The step also asks may_stop whether every active broker has caught up."""
+    return br.alive and shutting_down(c, b)
 
 
 def complete_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if br.alive and c.shutdown and c.shutdown[b - 1] and c.leader != b:
-        return (ControlledShutdownComplete(b),)
-    return ()
+    return (ControlledShutdownComplete(b),) if awaits_stop(c, br, b) else ()
 
 
 def controlled_shutdown(cfg: Config, state: State, a: ControlledShutdown) -> State | list[State] | None:
     b = a.broker
     c = state.controller
-    if not state.broker(b).alive or not c.active & bit(b) or not cfg.allows(state.budget, CONTROLLED_SHUTDOWNS):
+    if not may_shut_down(cfg, c, state.broker(b), state.budget, b):
         return None
     state = replace(state, budget=state.budget.spend(CONTROLLED_SHUTDOWNS.name))
     # Marked first, so that the election skips it; the mark then takes the epoch the change wrote.
@@ -112,13 +127,11 @@ def controlled_shutdown(cfg: Config, state: State, a: ControlledShutdown) -> Sta
 
 
 def may_stop(cfg: Config, state: State, b: int) -> bool:
-    """BrokerHeartbeatManager.calculateNextBrokerState in CONTROLLED_SHUTDOWN: the broker leads
-    nothing (at the controller), and under KRaft controlledShutdownOffset <= lowestActiveOffset:
-    every active broker has applied the metadata of its controlled shutdown (read as the
-    leader epoch that shutdown wrote; the module's docstring says why that suffices)."""
+    """BrokerHeartbeatManager.calculateNextBrokerState in CONTROLLED_SHUTDOWN, for a broker that
+    leads nothing at the controller (awaits_stop): under KRaft controlledShutdownOffset <=
+    lowestActiveOffset, every active broker has applied the metadata of its controlled shutdown
+    (read as the leader epoch that shutdown wrote; the module's docstring says why that suffices)."""
     c = state.controller
-    if c.leader == b or not c.shutdown or not c.shutdown[b - 1]:
-        return False
     if cfg.rule("controlled_shutdown") == "zookeeper":
         return True
     active = c.active
@@ -139,6 +152,43 @@ def shutdown_now(cfg: Config, state: State, b: int) -> State:
 def controlled_shutdown_complete(cfg: Config, state: State, a: ControlledShutdownComplete) -> State | None:
     """A heartbeat of a broker in controlled shutdown that may stop: SHUTDOWN_NOW."""
     b = a.broker
-    if not state.broker(b).alive or not may_stop(cfg, state, b):
+    if not awaits_stop(state.controller, state.broker(b), b) or not may_stop(cfg, state, b):
         return None
     return shutdown_now(cfg, state, b)
+
+
+# ---------------------------------------------------------------- how a trace tells them
+
+
+def shutdown_html(a: ControlledShutdown, state: State, prev: State, draw) -> None:
+    draw.msg(draw.lane(a.broker), "controller", "heartbeat: wants to shut down")
+    draw.mark("controller", f"broker {a.broker} in controlled shutdown", "fence")
+
+
+def complete_html(a: ControlledShutdownComplete, state: State, prev: State, draw) -> None:
+    draw.msg("controller", draw.lane(a.broker), "shouldShutDown", "response")
+    draw.mark(draw.lane(a.broker), "controlled shutdown: stops cleanly", "crash")
+
+
+def shutdown_told(cfg: Config, a: ControlledShutdown, before: Controller, state: State, told: bool, say) -> Told:
+    return Told(
+        f"broker {a.broker} asked for a controlled shutdown (a rolling restart)",
+        ["marked it as shutting down, no longer eligible to lead or join the ISR"],
+    )
+
+
+def complete_told(
+    cfg: Config, a: ControlledShutdownComplete, before: Controller, state: State, told: bool, say
+) -> Told:
+    return Told(
+        f"broker {a.broker} led nothing and every active broker had applied its shutdown",
+        ["told it to stop and fenced it; it stopped cleanly"],
+    )
+
+
+def shutdown_election(a: ControlledShutdown, before: Controller, after: Controller) -> str:
+    return f"in place of broker {a.broker}, which is shutting down"
+
+
+SHUTDOWN_WORDS = Wording(html=shutdown_html, controller=shutdown_told, election=shutdown_election)
+COMPLETE_WORDS = Wording(html=complete_html, controller=complete_told)

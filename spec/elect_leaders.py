@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from kafkamc.spec.bounds import Bound
 from kafkamc.spec.controller import partition_change
 from kafkamc.spec.state import Broker, Budget, Controller, State, bit, replace
+from kafkamc.spec.wording import Told, Wording
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -62,16 +63,19 @@ class AutoLeaderRebalance:
     preferred: int
 
 
+def may_rebalance(cfg: Config, c: Controller, u: Budget, b: int) -> bool:
+    """AutoLeaderRebalance's guard: the controller's own step, with auto rebalancing on."""
+    return cfg.auto_rebalance and preferred_ok(cfg, c, u, b)
+
+
 def elect_leaders_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if not cfg.auto_rebalance and preferred_ok(cfg, c, u, b):
-        return (ElectLeaders(b),)
-    return ()
+    # A reduction, not a guard: with auto rebalancing on, an operator's request reaches no state
+    # the controller's own step does not, so it is not generated (an operator may still send it).
+    return (ElectLeaders(b),) if not cfg.auto_rebalance and preferred_ok(cfg, c, u, b) else ()
 
 
 def auto_rebalance_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if cfg.auto_rebalance and preferred_ok(cfg, c, u, b):
-        return (AutoLeaderRebalance(b),)
-    return ()
+    return (AutoLeaderRebalance(b),) if may_rebalance(cfg, c, u, b) else ()
 
 
 def preferred_ok(cfg: Config, c: Controller, u: Budget, b: int) -> bool:
@@ -81,19 +85,51 @@ def preferred_ok(cfg: Config, c: Controller, u: Budget, b: int) -> bool:
 
 
 def elect_leaders(cfg: Config, state: State, a: ElectLeaders) -> State | None:
+    if not preferred_ok(cfg, state.controller, state.budget, a.preferred):
+        return None  # ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, or no budget left
     return preferred_election(cfg, state, a.preferred)
 
 
 def auto_leader_rebalance(cfg: Config, state: State, a: AutoLeaderRebalance) -> State | None:
-    if not cfg.auto_rebalance:
+    if not may_rebalance(cfg, state.controller, state.budget, a.preferred):
         return None
     return preferred_election(cfg, state, a.preferred)
 
 
-def preferred_election(cfg: Config, state: State, b: int) -> State | None:
-    """PartitionChangeBuilder with Election.PREFERRED: b becomes leader, or nothing changes."""
+def preferred_election(cfg: Config, state: State, b: int) -> State:
+    """PartitionChangeBuilder with Election.PREFERRED: b becomes leader (the caller checked
+    that it may)."""
     c = state.controller
-    if not preferred_ok(cfg, c, state.budget, b):
-        return None  # ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, or no budget left
     state = replace(state, budget=state.budget.spend(LEADER_ELECTIONS.name))
     return partition_change(cfg, state, replace(c, leader=b))
+
+
+# ---------------------------------------------------------------- how a trace tells them
+
+
+def elect_leaders_html(a: ElectLeaders, state: State, prev: State, draw) -> None:
+    # An operator's request: no lane of its own, so a mark on the controller's.
+    draw.mark("controller", f"ElectLeaders: preferred broker {a.preferred}", "elect")
+
+
+def rebalance_html(a: AutoLeaderRebalance, state: State, prev: State, draw) -> None:
+    draw.mark("controller", f"auto rebalance: preferred broker {a.preferred}", "elect")  # the controller's own step
+
+
+def elect_leaders_told(cfg: Config, a: ElectLeaders, before: Controller, state: State, told: bool, say) -> Told:
+    return Told(f"an operator asked for a preferred leader election of broker {a.preferred} (ElectLeaders)")
+
+
+def rebalance_told(cfg: Config, a: AutoLeaderRebalance, before: Controller, state: State, told: bool, say) -> Told:
+    return Told(
+        f"the controller's automatic leader rebalance (auto.leader.rebalance.enable, on by default) "
+        f"found preferred replica {a.preferred} not leading"
+    )
+
+
+def as_preferred(a, before: Controller, after: Controller) -> str:
+    return "as the preferred replica"
+
+
+ELECT_LEADERS_WORDS = Wording(html=elect_leaders_html, controller=elect_leaders_told, election=as_preferred)
+REBALANCE_WORDS = Wording(html=rebalance_html, controller=rebalance_told, election=as_preferred)

@@ -16,6 +16,7 @@ from kafkamc.spec.hw import advance_leader_hw
 from kafkamc.spec.log import UNDEFINED, append, end_offset_for_epoch, truncate, truncation_offset
 from kafkamc.spec.rpc import RoundTrip
 from kafkamc.spec.state import NO_LEADER, Broker, Budget, Controller, FetchRequest, FetchResponse, State, bit, replace
+from kafkamc.spec.wording import Wording
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -53,30 +54,39 @@ class ReplicaStall:
     follower: int
 
 
+def follows(br: Broker, b: int) -> bool:
+    """Broker b is up and follows another broker in its own metadata."""
+    return br.alive and br.leader not in (NO_LEADER, b)
+
+
+def must_truncate(br: Broker, b: int) -> bool:
+    """The guard's follower side for OffsetsForLeaderEpoch: a follower that must truncate first."""
+    return follows(br, b) and br.truncating
+
+
+def may_fetch(br: Broker, b: int) -> bool:
+    """The guard's follower side for Fetch: a follower that need not truncate first."""
+    return follows(br, b) and not br.truncating
+
+
 def offsets_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    """A follower that must truncate first asks OffsetsForLeaderEpoch."""
-    if br.alive and br.leader not in (NO_LEADER, b) and br.truncating:
-        return (OffsetsForLeaderEpoch(b, br.leader),)
-    return ()
+    return (OffsetsForLeaderEpoch(b, br.leader),) if must_truncate(br, b) else ()
 
 
 def fetch_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if br.alive and br.leader not in (NO_LEADER, b) and not br.truncating:
-        return (Fetch(b, br.leader),)
-    return ()
+    return (Fetch(b, br.leader),) if may_fetch(br, b) else ()
 
 
-def may_stall(c: Controller, br: Broker, b: int) -> bool:
+def may_stall(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> bool:
     """Whether broker b, in the ISR and not stalled yet, is a follower whose fetches may stop: a
-    live one that follows someone in its own view, or a crashed one that does not lead."""
+    live one that follows someone in its own view, or a crashed one that does not lead; and
+    an ISR shrink is left to drop it (replica_stall says why)."""
     following = br.leader not in (NO_LEADER, b) if br.alive else c.leader != b
-    return following and not br.stalled and bool(c.isr & bit(b))
+    return following and not br.stalled and bool(c.isr & bit(b)) and cfg.allows(u, ISR_SHRINKS)
 
 
 def stall_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if may_stall(c, br, b) and cfg.allows(u, ISR_SHRINKS):
-        return (ReplicaStall(b),)
-    return ()
+    return (ReplicaStall(b),) if may_stall(cfg, c, br, u, b) else ()
 
 
 def epoch_fenced(cfg: Config, leader: Broker, follower_epoch: int) -> bool:
@@ -90,10 +100,8 @@ def send_fetch(cfg: Config, state: State, a: Fetch) -> FetchRequest | None:
     f, ld = a.follower, a.leader
     fol, lead = state.broker(f), state.broker(ld)
     if not (
-        fol.alive
+        may_fetch(fol, f)
         and fol.leader == ld
-        and ld != f
-        and not fol.truncating
         and lead.alive
         and lead.leader == ld
         and not epoch_fenced(cfg, lead, fol.epoch)
@@ -163,7 +171,7 @@ def offsets_for_leader_epoch(cfg: Config, state: State, a: OffsetsForLeaderEpoch
     """
     f, ld = a.follower, a.leader
     fol = state.broker(f)
-    if not fol.alive or not fol.truncating or fol.leader != ld or ld == f:
+    if not must_truncate(fol, f) or fol.leader != ld:
         return None
     lead = state.broker(ld)
     if not state.leads(ld) or epoch_fenced(cfg, lead, fol.epoch):
@@ -193,6 +201,55 @@ def replica_stall(cfg: Config, state: State, a: ReplicaStall) -> State | None:
     """
     f = a.follower
     fol = state.broker(f)
-    if not may_stall(state.controller, fol, f) or not cfg.allows(state.budget, ISR_SHRINKS):
+    if not may_stall(cfg, state.controller, fol, state.budget, f):
         return None
     return state.with_broker(f, replace(fol, stalled=True))
+
+
+# ---------------------------------------------------------------- how a trace tells them
+
+
+def fetch_html(a: Fetch, state: State, prev: State, draw) -> None:
+    """The request from the follower's log end, and the leader's answer: records and the HW it
+    read with them (before this fetch moved it), or where to truncate."""
+    f, ld = draw.lane(a.follower), draw.lane(a.leader)
+    before = prev.broker(a.follower)
+    same, added = draw.log_change(before.log, state.broker(a.follower).log)
+    draw.msg(f, ld, f"Fetch offset {before.leo}")
+    hw = prev.broker(a.leader).hw
+    if same < before.leo:
+        answer = f"diverging epoch: truncate to {same}"
+    elif added:
+        answer = f"{added} record{'s' if added > 1 else ''}, HW {hw}"
+    else:
+        answer = f"no records, HW {hw}"
+    draw.msg(ld, f, answer, "response")
+
+
+def offsets_html(a: OffsetsForLeaderEpoch, state: State, prev: State, draw) -> None:
+    f, ld = draw.lane(a.follower), draw.lane(a.leader)
+    before = prev.broker(a.follower)
+    same, _added = draw.log_change(before.log, state.broker(a.follower).log)
+    draw.msg(f, ld, f"OffsetsForLeaderEpoch e{before.last_epoch()}")
+    draw.msg(ld, f, f"epoch end: truncate to {same}" if same < before.leo else "epoch end: keep log", "response")
+
+
+def fetch_truncation(cfg: Config, a: Fetch, b: int, prev: State, state: State) -> tuple[None, str]:
+    to = f"offset {state.broker(b).leo}"
+    if cfg.rule("truncation") == "diverging_epoch":
+        return None, to + f" on a diverging-epoch fetch response from leader {a.leader}"
+    return None, to + f" on OFFSET_OUT_OF_RANGE from leader {a.leader}: it was ahead of the leader's log end"
+
+
+def offsets_truncation(cfg: Config, a: OffsetsForLeaderEpoch, b: int, prev: State, state: State) -> tuple[None, str]:
+    said = f"where leader {a.leader} said epoch {prev.broker(b).last_epoch()} ends (OffsetsForLeaderEpoch)"
+    return None, f"offset {state.broker(b).leo} {said}"
+
+
+def stall_html(a: ReplicaStall, state: State, prev: State, draw) -> None:
+    draw.mark(draw.lane(a.follower), "stalls: stops fetching", "stall")
+
+
+FETCH_WORDS = Wording(html=fetch_html, truncation=fetch_truncation)
+OFFSETS_WORDS = Wording(html=offsets_html, truncation=offsets_truncation)
+STALL_WORDS = Wording(html=stall_html)

@@ -16,7 +16,13 @@ def hw_isr(cfg: Config, br: Broker) -> int:
     """The ISR the leader computes its HW over while an AlterPartition may be in flight
     (the hw_pending_isr rule; KIP-497's maximal ISR: additions count at once, removals
     once committed)."""
-    if cfg.rule("hw_pending_isr") == "maximal":
+    return isr_in_use(cfg.rule("hw_pending_isr"), br)
+
+
+def isr_in_use(rule: str, br: Broker) -> int:
+    """hw_isr under the hw_pending_isr rule's value `rule`: what the invariants' compiled
+    checks call (invariants/view.py), which carry the rule's value and no Config."""
+    if rule == "maximal":
         return br.isr | br.pending
     return br.isr
 
@@ -99,7 +105,12 @@ def consumer_hw(cfg: Config, br: Broker) -> int:
     Under KIP-207 a new leader answers OFFSET_NOT_AVAILABLE until its HW has reached the
     start offset of its own epoch; before it, whatever HW the leader had was exposed.
     """
-    if cfg.rule("consumer_hw") == "kip207" and br.hw < br.start:
+    return exposed_hw(cfg.rule("consumer_hw"), br)
+
+
+def exposed_hw(rule: str, br: Broker) -> int:
+    """consumer_hw under the consumer_hw rule's value `rule` (see isr_in_use for why)."""
+    if rule == "kip207" and br.hw < br.start:
         return -1
     return br.hw
 

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 from kafkamc.spec.hw import advance_leader_hw
 from kafkamc.spec.log import assign_epoch, truncate
-from kafkamc.spec.state import UNKNOWN, Broker, Budget, Controller, State, bit, replace
+from kafkamc.spec.state import NO_LEADER, UNKNOWN, Broker, Budget, Controller, State, bit, replace
+from kafkamc.spec.wording import Wording
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -22,8 +23,13 @@ class MetadataUpdate:
     broker: int
 
 
+def needs_metadata(c: Controller, br: Broker, b: int) -> bool:
+    """The guard: b is up and its metadata is behind the controller's (stale)."""
+    return br.alive and stale(c, br, b)
+
+
 def metadata_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    return (MetadataUpdate(b),) if br.alive and stale(c, br, b) else ()
+    return (MetadataUpdate(b),) if needs_metadata(c, br, b) else ()
 
 
 def as_follower(br: Broker) -> Broker:
@@ -134,7 +140,7 @@ def metadata_update(cfg: Config, state: State, a: MetadataUpdate) -> State | Non
     b = a.broker
     br = state.broker(b)
     c = state.controller
-    if not br.alive or not stale(c, br, b):
+    if not needs_metadata(c, br, b):
         return None
     if b not in c.replicas:
         return state.with_broker(b, without_partition(br))
@@ -170,3 +176,24 @@ def stale(c: Controller, br: Broker, b: int) -> bool:
     if c.leader == b:
         return (br.leader, br.epoch, br.pepoch, br.isr) != c.meta() or br.ineligible != ineligible_view(c, b)
     return (br.leader, br.epoch) != (c.leader, c.epoch)
+
+
+# ---------------------------------------------------------------- how a trace tells it
+
+
+def metadata_html(a: MetadataUpdate, state: State, prev: State, draw) -> None:
+    br = state.broker(a.broker)
+    leader = "none" if br.leader == NO_LEADER else br.leader
+    draw.msg("controller", draw.lane(a.broker), f"metadata: leader {leader}, epoch {br.epoch}")
+
+
+def metadata_truncation(cfg: Config, a: MetadataUpdate, b: int, prev: State, state: State) -> tuple[str, str]:
+    """Before KIP-101 a new follower truncated to its own HW as it applied the metadata."""
+    br = state.broker(b)
+    return (
+        f"broker {b} became follower of {br.leader} in epoch {br.epoch} and",
+        f"its own HW {br.hw} (the rule before KIP-101)",
+    )
+
+
+METADATA_WORDS = Wording(html=metadata_html, truncation=metadata_truncation)

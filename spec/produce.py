@@ -9,6 +9,7 @@ from kafkamc.spec.bounds import Bound
 from kafkamc.spec.hw import advance_leader_hw, brokers_down
 from kafkamc.spec.log import append
 from kafkamc.spec.state import Broker, Budget, Controller, State, replace, size
+from kafkamc.spec.wording import Wording
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -24,10 +25,19 @@ class Produce:
     record: int
 
 
+def may_produce(cfg: Config, br: Broker, u: Budget, b: int) -> bool:
+    """The guard (its candidates and its step share it): b acts as leader in its own metadata
+    (a zombie too: a producer with old metadata still sends to it) and a record is left."""
+    return br.alive and br.leader == b and cfg.allows(u, RECORDS)
+
+
+def next_record(u: Budget) -> int:
+    """The id of the record a producer sends next: records are numbered as they are spent."""
+    return u.of(RECORDS.name) + 1
+
+
 def produce_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if br.alive and br.leader == b and cfg.allows(u, RECORDS):
-        return (Produce(b, u.of(RECORDS.name) + 1),)
-    return ()
+    return (Produce(b, next_record(u)),) if may_produce(cfg, br, u, b) else ()
 
 
 def produce(cfg: Config, state: State, a: Produce) -> State | None:
@@ -37,8 +47,7 @@ def produce(cfg: Config, state: State, a: Produce) -> State | None:
     Partition.appendRecordsToLeader), which changes nothing."""
     b = a.leader
     br = state.broker(b)
-    spent = state.budget.of(RECORDS.name)
-    if not state.leads(b) or spent >= cfg.bound(RECORDS) or a.record != spent + 1:
+    if not may_produce(cfg, br, state.budget, b) or a.record != next_record(state.budget):
         return None
     if cfg.acks == "all" and size(br.isr) < cfg.effective_minisr:
         return state
@@ -68,15 +77,26 @@ class ProduceRetry:
     leader: int
 
 
+def may_retry(br: Broker, b: int) -> bool:
+    """The guard: b acts as leader and holds acks=all requests in purgatory."""
+    return br.alive and br.leader == b and bool(br.purgatory)
+
+
 def retry_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if br.alive and br.leader == b and br.purgatory:
-        return (ProduceRetry(b),)
-    return ()
+    return (ProduceRetry(b),) if may_retry(br, b) else ()
 
 
 def produce_retry(cfg: Config, state: State, a: ProduceRetry) -> State | None:
     b = a.leader
-    if not state.leads(b) or not state.broker(b).purgatory:
+    if not may_retry(state.broker(b), b):
         return None
     nxt = advance_leader_hw(cfg, state, b)
     return None if nxt is state else nxt
+
+
+def produce_html(a: Produce, state: State, prev: State, draw) -> None:
+    draw.msg("producer", draw.lane(a.leader), f"Produce r{a.record}")
+
+
+PRODUCE_WORDS = Wording(html=produce_html)
+RETRY_WORDS = Wording()  # the page and the story tell only what it moved (an HW, an acknowledgement)

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING
 from kafkamc.spec.bounds import Bound
 from kafkamc.spec.controller import partition_change
 from kafkamc.spec.state import NO_LEADER, Broker, Budget, Controller, State, bit, replace
+from kafkamc.spec.wording import Told, Wording
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -119,11 +120,21 @@ def in_flight(c: Controller) -> bool:
     return bool(c.adding or c.removing)
 
 
+def may_reassign(cfg: Config, c: Controller, u: Budget) -> bool:
+    """The guard of a start: no move in flight, and a reassignment is left."""
+    return not in_flight(c) and cfg.allows(u, REASSIGNMENTS)
+
+
+def may_cancel(cfg: Config, c: Controller, u: Budget) -> bool:
+    """The guard of a cancel: a move in flight, and a cancel is left."""
+    return in_flight(c) and cfg.allows(u, CANCELS)
+
+
 def reassignment_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> list:
     """Candidates on broker b: the targets whose first incoming broker is b, with every order of
     their removing replicas when there are two or more; every broker of the pool is registered
     (a dead or fenced one included), so b need not be up."""
-    if b in c.replicas or in_flight(c) or not cfg.allows(u, REASSIGNMENTS):
+    if b in c.replicas or not may_reassign(cfg, c, u):
         return []
     out = []
     for t in targets(cfg, c):
@@ -139,7 +150,7 @@ def alter_partition_reassignments(cfg: Config, state: State, a: AlterPartitionRe
     removing replicas (PartitionReassignmentReplicas; their order: AlterPartitionReassignments);
     no broker state is checked beyond registration (validateManualPartitionAssignment)."""
     c = state.controller
-    if in_flight(c) or a.target not in targets(cfg, c) or not cfg.allows(state.budget, REASSIGNMENTS):
+    if not may_reassign(cfg, c, state.budget) or a.target not in targets(cfg, c):
         return None
     adding = removing = 0
     for b in a.target:
@@ -155,7 +166,7 @@ def alter_partition_reassignments(cfg: Config, state: State, a: AlterPartitionRe
 
 def cancel_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
     """One candidate, listed under the first replica, while a reassignment is in flight."""
-    if not in_flight(c) or b != c.replicas[0] or not cfg.allows(u, CANCELS):
+    if not may_cancel(cfg, c, u) or b != c.replicas[0]:
         return ()
     return (CancelPartitionReassignment(),)
 
@@ -182,7 +193,7 @@ def cancel_partition_reassignment(cfg: Config, state: State, a: CancelPartitionR
     (maybePopulateTargetElr does not filter them to the replica list); each deletes its
     replica once it applies the change, as a removed replica does on completion."""
     c = state.controller
-    if not in_flight(c) or not cfg.allows(state.budget, CANCELS):
+    if not may_cancel(cfg, c, state.budget):
         return None
     replicas, isr, unclean = revert(c)
     if unclean and not cfg.unclean:
@@ -191,3 +202,45 @@ def cancel_partition_reassignment(cfg: Config, state: State, a: CancelPartitionR
     stays = c.leader != NO_LEADER and isr & c.active & bit(c.leader)
     reverted = replace(c, replicas=replicas, isr=isr, adding=0, removing=0, leader=c.leader if stays else NO_LEADER)
     return partition_change(cfg, state, reverted)
+
+
+# ---------------------------------------------------------------- how a trace tells them
+
+
+def reassignment_html(a: AlterPartitionReassignments, state: State, prev: State, draw) -> None:
+    # An operator's request, like ElectLeaders: a mark on the controller's lane.
+    draw.mark("controller", f"reassign to [{','.join(map(str, a.target))}]", "elect")
+
+
+def cancel_html(a: CancelPartitionReassignment, state: State, prev: State, draw) -> None:
+    reverted = ",".join(map(str, state.controller.replicas))
+    draw.mark("controller", f"reassignment cancelled: [{reverted}]", "elect")
+
+
+def reassignment_told(
+    cfg: Config, a: AlterPartitionReassignments, before: Controller, state: State, told: bool, say
+) -> Told:
+    incoming = [r for r in a.target if r not in before.replicas]
+    one = len(incoming) == 1
+    brokers = f"broker {incoming[0]} as an adding replica" if one else f"brokers {incoming} as adding replicas"
+    return Told(
+        f"an operator moved the partition to replicas {list(a.target)} (AlterPartitionReassignments)",
+        [f"added {brokers} ({say.assignment(state.controller)})"],
+    )
+
+
+def cancel_told(cfg: Config, a: CancelPartitionReassignment, before: Controller, state: State, told: bool, say) -> Told:
+    return Told(
+        "an operator cancelled the reassignment (AlterPartitionReassignments with no target)",
+        [f"reverted it (PartitionReassignmentRevert): replicas now {list(state.controller.replicas)}"],
+    )
+
+
+def cancel_election(a: CancelPartitionReassignment, before: Controller, after: Controller) -> str | None:
+    if before.leader not in after.replicas:
+        return f"in place of broker {before.leader}, an adding replica the cancel removed"
+    return None
+
+
+REASSIGNMENT_WORDS = Wording(html=reassignment_html, controller=reassignment_told)
+CANCEL_WORDS = Wording(html=cancel_html, controller=cancel_told, election=cancel_election)

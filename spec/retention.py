@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from kafkamc.spec.produce import RECORDS
 from kafkamc.spec.state import UNKNOWN, Broker, Budget, Controller, State, replace
+from kafkamc.spec.wording import Wording
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -36,10 +37,15 @@ class LogRetention:
     leader: int
 
 
+def may_retain(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> bool:
+    """The guard's part its candidates can see: b leads at the controller and in its own view,
+    with a record below its HW. The step checks the other replicas and the ghost too."""
+    leads = c.leader == b and br.alive and br.leader == b
+    return cfg.log_retention and leads and br.hw >= 1 and bool(u.of(RECORDS.name))
+
+
 def retention_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    if cfg.log_retention and c.leader == b and br.alive and br.leader == b and br.hw >= 1 and u.of(RECORDS.name):
-        return (LogRetention(b),)
-    return ()
+    return (LogRetention(b),) if may_retain(cfg, c, br, u, b) else ()
 
 
 def _down(x: int) -> int:
@@ -72,7 +78,7 @@ def _shifted(br: Broker) -> Broker:
 
 def log_retention(cfg: Config, state: State, a: LogRetention) -> State | None:
     c = state.controller
-    if not cfg.log_retention or c.leader != a.leader or not state.leads(a.leader):
+    if not may_retain(cfg, c, state.broker(a.leader), state.budget, a.leader):
         return None
     g = state.ghost
     if not g.committed or g.committed[0] != 1:
@@ -98,3 +104,6 @@ def log_retention(cfg: Config, state: State, a: LogRetention) -> State | None:
     ghost = replace(g, committed=tuple(r - 1 for r in g.committed[1:]), hw_seen=_down(g.hw_seen), acked=g.acked >> 1)
     spent = tuple(sorted((k, v) for k, v in budget.items() if v))
     return State(replace(c, pepoch=1), brokers, ghost, Budget(spent))
+
+
+RETENTION_WORDS = Wording()  # a trace shows the renumbered logs; no message of its own

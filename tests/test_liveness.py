@@ -29,7 +29,7 @@ from kafkamc.checker.liveness import (
 from kafkamc.invariants.lasso import lasso_problem
 from kafkamc.invariants.liveness import CATALOG, LivenessSuite
 from kafkamc.spec.config import Config
-from kafkamc.spec.next import NEXT, describe
+from kafkamc.spec.next import FAIRNESS, NEXT, Action, describe
 from kafkamc.spec.protocol import PRESETS
 
 SMALL = dict(rf=2, minisr=1, max_records=1)
@@ -209,7 +209,13 @@ def test_faults_are_never_fair_and_every_action_declares_its_fairness():
     classes = {a.name: a.fairness for a in NEXT}
     assert {classes[n] for n in ("BrokerCrash", "ControllerFenceBroker", "ReplicaStall")} == {"fault"}
     assert classes["AlterPartition"] == "strong" and classes["Fetch"] == "weak"
-    assert set(classes.values()) <= {"weak", "strong", "none", "fault"}
+    assert set(classes.values()) <= {"weak", "strong", "none", "fault"} == set(FAIRNESS)
+    # Issue 32: fairness has no default; an entry must state it, and a valid one.
+    fetch = next(a for a in NEXT if a.name == "Fetch")
+    with pytest.raises(TypeError):
+        Action(fetch.type, fetch.candidates, fetch.step, wording=fetch.wording)  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="fairness"):
+        Action(fetch.type, fetch.candidates, fetch.step, "eventual", fetch.wording)
 
 
 # ------------------------------------------------------------------ the command line

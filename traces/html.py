@@ -15,6 +15,7 @@ import re
 from html import escape
 from pathlib import Path
 
+from kafkamc.spec.next import entry
 from kafkamc.spec.state import NO_LEADER, State, members
 from kafkamc.traces.html_diagram import sequence_svg
 from kafkamc.traces.html_page import PAGE as _PAGE  # the page's template: CSS and JavaScript
@@ -70,95 +71,36 @@ def _log_change(before, after) -> tuple[int, int]:
     return same, len(after) - same
 
 
+class _Draw:
+    """What an action's own words draw on the page (spec/wording.py, `html`): messages between
+    lanes and marks on single lanes, with the page's names for the lanes."""
+
+    def __init__(self) -> None:
+        self.msgs: list[dict] = []
+        self.marks: list[dict] = []
+
+    def msg(self, src: str, dst: str, label: str, kind: str = "request") -> None:
+        self.msgs.append({"from": src, "to": dst, "label": label, "kind": kind})
+
+    def mark(self, lane: str, label: str, kind: str) -> None:
+        self.marks.append({"lane": lane, "label": label, "kind": kind})
+
+    lane = staticmethod(_lane)
+    log_change = staticmethod(_log_change)
+    ids = staticmethod(_ids)
+
+
 def messages(action, state: State, prev: State | None) -> tuple[list, list]:
-    """The step's messages between lanes and its marks on single lanes, as the page draws them."""
+    """The step's messages between lanes and its marks on single lanes, as the page draws them:
+    the action's own (its entry's words), then what any step may bring."""
     if action is None or prev is None:
         return [], []
-    name = type(action).__name__
-    msgs, marks = [], []
-
-    def msg(src, dst, label, kind="request"):
-        msgs.append({"from": src, "to": dst, "label": label, "kind": kind})
-
-    if name == "Produce":
-        msg("producer", _lane(action.leader), f"Produce r{action.record}")
-    elif name in ("Fetch", "OffsetsForLeaderEpoch"):
-        f, ld = _lane(action.follower), _lane(action.leader)
-        before, after = prev.broker(action.follower), state.broker(action.follower)
-        same, added = _log_change(before.log, after.log)
-        if name == "Fetch":
-            msg(f, ld, f"Fetch offset {before.leo}")
-            hw = prev.broker(action.leader).hw  # read with the records, before this fetch moved it
-            if same < before.leo:
-                answer = f"diverging epoch: truncate to {same}"
-            elif added:
-                answer = f"{added} record{'s' if added > 1 else ''}, HW {hw}"
-            else:
-                answer = f"no records, HW {hw}"
-        else:
-            msg(f, ld, f"OffsetsForLeaderEpoch e{before.last_epoch()}")
-            answer = f"epoch end: truncate to {same}" if same < before.leo else "epoch end: keep log"
-        msg(ld, f, answer, "response")
-    elif name == "AlterPartition":
-        msg(_lane(action.leader), "controller", "AlterPartition ISR {" + ",".join(map(str, action.isr)) + "}")
-    elif name == "HandleAlterPartitionResponse":
-        reply = prev.broker(action.leader).alter
-        label = (
-            "AlterPartition reply"
-            if reply is None
-            else (f"ok: ISR {_ids(reply.isr)}" if reply.ok else f"error {reply.error}")
-        )
-        msg("controller", _lane(action.leader), label, "response")
-    elif name == "MetadataUpdate":
-        br = state.broker(action.broker)
-        leader = "none" if br.leader == NO_LEADER else br.leader
-        msg("controller", _lane(action.broker), f"metadata: leader {leader}, epoch {br.epoch}")
-    elif name == "BrokerCrash":
-        label = (
-            "crash (clean shutdown)"
-            if action.keep is None
-            else f"hard crash: {action.keep} flushed record{'' if action.keep == 1 else 's'} survive"
-        )
-        marks.append({"lane": _lane(action.broker), "label": label, "kind": "crash"})
-    elif name == "BrokerSessionTimeout":  # the controller's own step: the dead broker hears nothing
-        marks.append({"lane": "controller", "label": f"session timeout: fence broker {action.broker}", "kind": "fence"})
-    elif name == "CheckpointHighWatermarks":
-        hw = state.broker(action.broker).checkpoint_hw
-        marks.append({"lane": _lane(action.broker), "label": f"HW {hw} checkpointed", "kind": "checkpoint"})
-    elif name == "BrokerRestart":
-        marks.append({"lane": _lane(action.broker), "label": "restart", "kind": "restart"})
-        msg(_lane(action.broker), "controller", f"register, broker epoch {state.broker(action.broker).bepoch}")
-    elif name == "ReplicaStall":
-        marks.append({"lane": _lane(action.follower), "label": "stalls: stops fetching", "kind": "stall"})
-    elif name == "ControllerFenceBroker":
-        marks.append({"lane": "controller", "label": f"fences broker {action.broker}", "kind": "fence"})
-        marks.append({"lane": _lane(action.broker), "label": "fenced (it may not know yet)", "kind": "fence"})
-    elif name == "BrokerHeartbeat":
-        msg(_lane(action.broker), "controller", "heartbeat: unfenced")
-    elif name == "ElectLeaders":  # an operator's request: no lane of its own, so a mark on the controller's
-        marks.append(
-            {"lane": "controller", "label": f"ElectLeaders: preferred broker {action.preferred}", "kind": "elect"}
-        )
-    elif name == "AutoLeaderRebalance":  # the controller's own periodic step
-        marks.append(
-            {"lane": "controller", "label": f"auto rebalance: preferred broker {action.preferred}", "kind": "elect"}
-        )
-    elif name == "ControlledShutdown":
-        msg(_lane(action.broker), "controller", "heartbeat: wants to shut down")
-        marks.append({"lane": "controller", "label": f"broker {action.broker} in controlled shutdown", "kind": "fence"})
-    elif name == "ControlledShutdownComplete":
-        msg("controller", _lane(action.broker), "shouldShutDown", "response")
-        marks.append({"lane": _lane(action.broker), "label": "controlled shutdown: stops cleanly", "kind": "crash"})
-    elif name == "AlterPartitionReassignments":  # an operator's request, like ElectLeaders
-        target = ",".join(map(str, action.target))
-        marks.append({"lane": "controller", "label": f"reassign to [{target}]", "kind": "elect"})
-    elif name == "CancelPartitionReassignment":
-        reverted = ",".join(map(str, state.controller.replicas))
-        marks.append({"lane": "controller", "label": f"reassignment cancelled: [{reverted}]", "kind": "elect"})
-    if state.controller.replicas != prev.controller.replicas and name not in (
-        "AlterPartitionReassignments",
-        "CancelPartitionReassignment",
-    ):
+    words = entry(action)
+    draw = _Draw()
+    if words.wording.html is not None:
+        words.wording.html(action, state, prev, draw)
+    msgs, marks = draw.msgs, draw.marks
+    if state.controller.replicas != prev.controller.replicas and not words.moves_replicas:
         done = ",".join(map(str, state.controller.replicas))
         marks.append({"lane": "controller", "label": f"reassignment complete: [{done}]", "kind": "elect"})
     # The controller's decisions ride on other actions (a session timeout, a registration): mark them on its lane.
@@ -179,7 +121,7 @@ def messages(action, state: State, prev: State | None) -> tuple[list, list]:
     if acked:
         src = getattr(action, "leader", None) or state.true_leader()
         if src:
-            msg(_lane(src), "producer", "ack " + ",".join(f"r{r}" for r in members(acked)), "response")
+            draw.msg(_lane(src), "producer", "ack " + ",".join(f"r{r}" for r in members(acked)), "response")
     return msgs, marks
 
 

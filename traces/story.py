@@ -2,31 +2,22 @@
 
 Generated from the trace alone: each step's state is diffed with the one before it (logs,
 the controller's leader, ISR and ELR, what producers and consumers were told) and the
-action that made the difference names the cause. Nothing here is written per case.
+action that made the difference names the cause, in the words of its entry in Next
+(spec/wording.py: each action's module writes them). Nothing here is written per action.
 """
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from kafkamc.invariants.reach import catalog as reach_catalog
-from kafkamc.spec.alter_partition import AlterPartition
-from kafkamc.spec.broker_lifecycle import (
-    BrokerCrash,
-    BrokerHeartbeat,
-    BrokerRestart,
-    BrokerSessionTimeout,
-    ControllerFenceBroker,
-)
 from kafkamc.spec.config import Config
-from kafkamc.spec.controlled_shutdown import ControlledShutdown, ControlledShutdownComplete
-from kafkamc.spec.elect_leaders import AutoLeaderRebalance, ElectLeaders
-from kafkamc.spec.fetch import Fetch, OffsetsForLeaderEpoch
 from kafkamc.spec.hw import consumer_hw, hw_isr
-from kafkamc.spec.metadata import MetadataUpdate
+from kafkamc.spec.next import entry
 from kafkamc.spec.protocol import NEWEST, PRESETS
-from kafkamc.spec.reassignment import AlterPartitionReassignments, CancelPartitionReassignment
 from kafkamc.spec.state import NO_LEADER, UNKNOWN, Broker, Controller, Ghost, State, bit, members
+from kafkamc.spec.wording import Told
 
 if TYPE_CHECKING:
     from kafkamc.traces.trace import Trace
@@ -101,20 +92,22 @@ def step_events(cfg: Config, steps: list, i: int) -> list[str]:
     """What step i did that an incident summary reports, in Kafka's words; [] for routine steps."""
     action, state = steps[i]
     prev = steps[i - 1][1]
+    words = entry(action).wording
     out = []
-    crashed = action.broker if isinstance(action, BrokerCrash) else None
-    if crashed is not None:
-        out.append(_crash(action, prev, state))
-    restart_told = False  # a truncation on restart already says the broker restarted
+    told_lost = 0  # the broker whose lost records the action's own event told
+    if words.event is not None:
+        text, told_lost = words.event(cfg, action, prev, state, SAY)
+        out.append(text)
+    told = False  # a truncation sentence of the action's own broker already says what it did (a restart)
     for b in cfg.brokers:
         lost = _lost(prev.broker(b).log, state.broker(b).log)
-        if lost and b != crashed:
+        if lost and b != told_lost:
             out.append(_truncation(cfg, action, b, prev, state, lost))
-            restart_told |= isinstance(action, BrokerRestart) and action.broker == b
-    if isinstance(action, AlterPartition):
-        out += _isr_change(cfg, steps, i)
+            told |= words.truncation is not None and getattr(action, "broker", None) == b
+    if words.isr_change is not None:
+        out += words.isr_change(cfg, steps, i, SAY)
     else:
-        out += _controller(cfg, action, prev.controller, state, restart_told)
+        out += _controller(cfg, action, prev.controller, state, told)
     out += _told(cfg, action, prev, state)
     return [e for e in out if e]
 
@@ -179,163 +172,41 @@ def _holders(state: State, off: int, rec: int) -> tuple[int, ...]:
 # ---------------------------------------------------------------- what a step did
 
 
-def _crash(a: BrokerCrash, prev: State, state: State) -> str:
-    """The crash itself: the controller learns nothing of it (BrokerSessionTimeout does)."""
-    b = a.broker
-    if a.keep is None:
-        return f"broker {b} shut down cleanly, its log flushed"
-    lost = _lost(prev.broker(b).log, state.broker(b).log)
-    if not lost:
-        text = f"broker {b} hard-crashed (kill -9, power loss) with its whole log flushed"
-    else:
-        kept = f"; the {a.keep} record(s) before it had been flushed" if a.keep else ""
-        text = (
-            f"broker {b} hard-crashed (kill -9, power loss) and lost the unflushed tail of its log: "
-            f"{_entries(prev.ghost, lost)}{kept}"
-        )
-    return text + _checkpoint_lag(a.keep, prev.broker(b), state.broker(b))
-
-
-def _checkpoint_lag(keep: int, before: Broker, after: Broker) -> str:
-    """HW progress a hard crash loses because the checkpoint file lagged the HW in memory; ""
-    when the checkpoint was current (the surviving log end alone caps the HW, if anything)."""
-    if after.hw >= min(before.hw, keep):
-        return ""
-    return (
-        f"; its HW checkpoint (replication-offset-checkpoint) still said {before.checkpoint_hw}, behind "
-        f"its HW {before.hw} in memory, so it will restart with HW {after.hw}"
-    )
-
-
 def _truncation(cfg: Config, action, b: int, prev: State, state: State, lost: list[Entry]) -> str:
     """Why follower b dropped records: the truncation rule at work in this step."""
-    br, before = state.broker(b), prev.broker(b)
-    who = f"broker {b}, follower of {br.leader} in epoch {br.epoch},"
-    to = f"offset {br.leo}"
-    if isinstance(action, OffsetsForLeaderEpoch):
-        to += f" where leader {action.leader} said epoch {before.last_epoch()} ends (OffsetsForLeaderEpoch)"
-    elif isinstance(action, Fetch) and cfg.rule("truncation") == "diverging_epoch":
-        to += f" on a diverging-epoch fetch response from leader {action.leader}"
-    elif isinstance(action, Fetch):
-        to += f" on OFFSET_OUT_OF_RANGE from leader {action.leader}: it was ahead of the leader's log end"
-    elif isinstance(action, (MetadataUpdate, BrokerRestart)):
-        to = f"its own HW {br.hw} (the rule before KIP-101)"
-        who = f"broker {b} became follower of {br.leader} in epoch {br.epoch} and"
-        if isinstance(action, BrokerRestart):
-            who = f"broker {b} restarted (broker epoch {br.bepoch}), became follower of {br.leader} and"
+    br = state.broker(b)
+    who: str | None = f"broker {b}, follower of {br.leader} in epoch {br.epoch},"
+    truncation = entry(action).wording.truncation
+    if truncation is None:
+        to = f"offset {br.leo} during {type(action).__name__}"
     else:
-        to += f" during {type(action).__name__}"
+        said, to = truncation(cfg, action, b, prev, state)
+        who = said or who
     return f"{who} truncated its log to {to}, dropping {_entries(prev.ghost, lost)}"
 
 
-def _isr_change(cfg: Config, steps: list, i: int) -> list[str]:
-    """An ISR change the leader asked for (AlterPartition), with why a follower was dropped."""
-    action, state = steps[i]
-    before, after = steps[i - 1][1].controller, state.controller
-    if before.isr == after.isr:
-        return []
-    ld = action.leader
-    removed, added = members(before.isr & ~after.isr), members(after.isr & ~before.isr)
-    out = []
-    if before.replicas != after.replicas:  # the expansion completed a reassignment
-        f = added[0] if added else members(before.removing)[0]
-        out.append(
-            f"leader {ld} added broker {f} to the ISR, which completed the reassignment: "
-            f"replicas {list(after.replicas)}, ISR {_ids(after.isr)}"
-        )
-        if after.leader != before.leader:
-            out.append("the controller " + _election(cfg, action, before, state))
-        return out
-    if removed:
-        f = removed[0]
-        out.append(f"leader {ld} shrank the ISR to {_ids(after.isr)}: follower {f} {_lag(steps, i, f)}")
-    if added:
-        f = added[0]
-        out.append(f"leader {ld} expanded the ISR to {_ids(after.isr)} with broker {f}" + _caught_up(steps, i, f))
-    if after.elr != before.elr:
-        out.append(f"ELR now {_ids(after.elr)}")
-    if before.recovering and not after.recovering:
-        out.append("the partition is RECOVERED")
-    return out
-
-
-def _caught_up(steps: list, i: int, f: int) -> str:
-    """What the leader went by when it let follower f back in, when that was not the truth."""
-    action, state = steps[i]
-    lead, fol = steps[i - 1][1].broker(action.leader), state.broker(f)
-    seen, epoch = lead.views[f - 1], lead.vbepochs[f - 1]
-    if epoch and epoch != fol.bepoch:
-        return f", going by a fetch at offset {seen} from its previous life (broker epoch {epoch}, now {fol.bepoch})"
-    if seen > fol.leo:
-        return f", going by a fetch at offset {seen}, though its log now ends at offset {fol.leo}"
-    return ""
-
-
-def _lag(steps: list, i: int, f: int) -> str:
-    """Why a leader took follower f for out of sync: when it stalled, or how far behind it was."""
-    if not steps[i - 1][1].broker(f).stalled:
-        return "was behind the leader's log end (replica.lag.max.messages)"
-    stalled = [j for j in range(1, i) if steps[j][1].broker(f).stalled and not steps[j - 1][1].broker(f).stalled]
-    when = f" at step {stalled[-1]}" if stalled else ""
-    return f"had stopped fetching{when} (replica.lag.time.max.ms)"
-
-
-def _controller(cfg: Config, action, before: Controller, state: State, restart_told: bool = False) -> list[str]:
-    """What the controller decided in this step, after what made it decide: a session timeout,
-    a fence, a registration (unless `restart_told`: the truncation said it), an operator's request."""
+def _controller(cfg: Config, action, before: Controller, state: State, told: bool = False) -> list[str]:
+    """What the controller decided in this step, after what made it decide, in the action's own
+    words (a session timeout, a fence, a registration unless `told`: the truncation said it, an
+    operator's request), then what any step may bring: a completed reassignment, an election."""
     after = state.controller
-    b = getattr(action, "broker", getattr(action, "preferred", NO_LEADER))
-    cause, did = "", []
-    if isinstance(action, BrokerSessionTimeout):
-        cause = f"broker {b}'s session timed out (broker.session.timeout.ms)"
-        did.append("fenced it")
-    elif isinstance(action, ControllerFenceBroker):
-        did.append(f"fenced broker {b} though it is still running (missed heartbeats)")
-    elif isinstance(action, BrokerRestart) and not restart_told:
-        br = state.broker(b)
-        cause = f"broker {b} restarted (broker epoch {br.bepoch}) with {_log(br)}"
-    elif isinstance(action, BrokerHeartbeat):
-        did.append(f"unfenced broker {b} on its heartbeat")
-    elif isinstance(action, ElectLeaders):
-        cause = f"an operator asked for a preferred leader election of broker {b} (ElectLeaders)"
-    elif isinstance(action, AutoLeaderRebalance):
-        cause = (
-            f"the controller's automatic leader rebalance (auto.leader.rebalance.enable, on by default) "
-            f"found preferred replica {b} not leading"
-        )
-    elif isinstance(action, ControlledShutdown):
-        cause = f"broker {b} asked for a controlled shutdown (a rolling restart)"
-        did.append("marked it as shutting down, no longer eligible to lead or join the ISR")
-    elif isinstance(action, ControlledShutdownComplete):
-        cause = f"broker {b} led nothing and every active broker had applied its shutdown"
-        did.append("told it to stop and fenced it; it stopped cleanly")
-    elif isinstance(action, AlterPartitionReassignments):
-        incoming = [r for r in action.target if r not in before.replicas]
-        cause = f"an operator moved the partition to replicas {list(action.target)} (AlterPartitionReassignments)"
-        one = len(incoming) == 1
-        brokers = f"broker {incoming[0]} as an adding replica" if one else f"brokers {incoming} as adding replicas"
-        did.append(f"added {brokers} ({_assignment(after)})")
-    elif isinstance(action, CancelPartitionReassignment):
-        cause = "an operator cancelled the reassignment (AlterPartitionReassignments with no target)"
-        did.append(f"reverted it (PartitionReassignmentRevert): replicas now {list(after.replicas)}")
-    if before.replicas != after.replicas and not isinstance(
-        action, (AlterPartitionReassignments, CancelPartitionReassignment)
-    ):
+    words = entry(action)
+    hook = words.wording.controller
+    said = hook(cfg, action, before, state, told, SAY) if hook is not None else Told()
+    cause, did = said.cause, list(said.did)
+    if before.replicas != after.replicas and not words.moves_replicas:  # one that moves them says so
         did.append(f"completed the reassignment: replicas now {list(after.replicas)}")
-    dropped = isinstance(action, BrokerRestart) and (before.isr | before.elr) & ~(after.isr | after.elr) & bit(b)
-    if dropped:
-        lists = " and ".join(n for n, m in (("ISR", before.isr), ("ELR", before.elr)) if m & bit(b))
-        did.append(f"dropped it from the {lists} after its unclean shutdown (KAFKA-15586)")
+    did += said.after
     if after.leader != before.leader:
         did.append(_election(cfg, action, before, state))
-    elif (after.isr, after.elr) != (before.isr, before.elr) and not dropped:
+    elif (after.isr, after.elr) != (before.isr, before.elr) and not said.after:
         if not did:
             did.append("changed the partition")
         did[0] += ": " + _membership(cfg, after, before)
     if not did:
         return [cause] if cause else []
-    said = "the controller " + " and ".join(did)
-    return [f"{cause}; {said}" if cause else said]
+    said_text = "the controller " + " and ".join(did)
+    return [f"{cause}; {said_text}" if cause else said_text]
 
 
 def _assignment(c: Controller) -> str:
@@ -358,12 +229,10 @@ def _election(cfg: Config, action, before: Controller, state: State) -> str:
     b = after.leader
     if b == NO_LEADER:
         return f"left the partition offline: no eligible leader ({_membership(cfg, after)})"
-    if isinstance(action, (ElectLeaders, AutoLeaderRebalance)):
-        how = "as the preferred replica"
-    elif isinstance(action, ControlledShutdown):
-        how = f"in place of broker {action.broker}, which is shutting down"
-    elif isinstance(action, CancelPartitionReassignment) and before.leader not in after.replicas:
-        how = f"in place of broker {before.leader}, an adding replica the cancel removed"
+    election = entry(action).wording.election
+    said = election(action, before, after) if election is not None else None
+    if said is not None:
+        how = said
     elif before.replicas != after.replicas and before.leader not in after.replicas:
         how = f"in place of broker {before.leader}, which the reassignment removed"
     elif after.recovering and before.lastelr & bit(b):
@@ -497,3 +366,7 @@ def _ending(cfg: Config, last: State, before: State | None) -> list[str]:
         if br.alive and br.leader == b and b != t:
             facts.append(f"broker {b} still acts as leader of epoch {br.epoch} (a zombie)")
     return facts
+
+
+# The phrases an action's own words may use (spec/wording.py: `say`).
+SAY = SimpleNamespace(ids=_ids, log=_log, entries=_entries, lost=_lost, assignment=_assignment, election=_election)

@@ -17,7 +17,7 @@ from kafkamc.invariants.reach import catalog as reach_catalog
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config, ConfigError
 from kafkamc.spec.model import Model
-from kafkamc.spec.next import NEXT
+from kafkamc.spec.next import NEXT, entry
 
 # 3: the budget is a list of (bound, spent) pairs. 4: a broker's state has checkpoint_hw, and a
 # crash no longer fences (BrokerSessionTimeout does): a /3 file's step 0 is no initial state of
@@ -25,7 +25,6 @@ from kafkamc.spec.next import NEXT
 # 5: a broker's state has ineligible (the leader's own view of fenced and shutting-down brokers).
 SCHEMA = "kafkamc.trace/5"
 _ACTIONS = {a.name: a.type for a in NEXT}
-_DESCRIBE = {a.type: a.describe for a in NEXT}
 _KEYS = ("schema", "config", "violation", "steps")  # the rest of a file's keys are kept in Trace.extra
 _VIOLATION_KEYS = {"invariant", "kind", "length", "explanation", "loop"}
 
@@ -352,4 +351,4 @@ def format_action(action) -> str:
     """How the action's entry in Next describes it (spec/next.py); "Init" for none."""
     if action is None:
         return "Init"
-    return _DESCRIBE[type(action)](action)
+    return entry(action).wording.terminal(action)
