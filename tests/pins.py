@@ -46,6 +46,7 @@ DEFAULT_CHECK: dict[str, Any] = dict(
         "ControlledShutdownComplete": 0,
         "ControllerFenceBroker": 0,
         "ElectLeaders": 0,
+        "ElectLeadersUnclean": 0,
         "Fetch": 840858,
         "HandleAlterPartitionResponse": 313085,
         "LogRetention": 0,

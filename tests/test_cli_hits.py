@@ -55,7 +55,7 @@ def test_depth_first_liveness_is_refused_not_run_breadth_first():
 
 LEFT_OFF = (
     "left off by bounds: ControllerFenceBroker, BrokerHeartbeat (max_fences=0); "
-    "AutoLeaderRebalance (max_leader_elections=0); "
+    "AutoLeaderRebalance (max_leader_elections=0); ElectLeadersUnclean (max_unclean_elections=0); "
     "ControlledShutdown, ControlledShutdownComplete (max_controlled_shutdowns=0); "
     "AlterPartitionReassignments (max_reassignments=0); CancelPartitionReassignment (max_reassignment_cancels=0)"
 )
@@ -72,6 +72,7 @@ def test_a_first_run_names_what_its_bounds_leave_off_in_one_line_and_warns_of_no
         "ControllerFenceBroker": ["max_fences"],
         "BrokerHeartbeat": ["max_fences"],
         "AutoLeaderRebalance": ["max_leader_elections"],
+        "ElectLeadersUnclean": ["max_unclean_elections"],
         "ControlledShutdown": ["max_controlled_shutdowns"],
         "ControlledShutdownComplete": ["max_controlled_shutdowns"],
         "AlterPartitionReassignments": ["max_reassignments"],
