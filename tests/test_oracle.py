@@ -32,6 +32,7 @@ from kafkamc.spec import next as spec_next
 from kafkamc.spec.broker_lifecycle import BrokerHeartbeat, broker_heartbeat
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
+from kafkamc.spec.produce import Produce
 from kafkamc.spec.protocol import ERAS, preset
 from kafkamc.spec.rpc import RoundTrip
 from kafkamc.spec.state import replace
@@ -381,3 +382,18 @@ def test_next_is_read_when_a_model_is_built(monkeypatch):
     monkeypatch.setattr(spec_next, "NEXT", mutated(BrokerHeartbeat, lambda cfg, state, a: None))
     fast = explore(FastModel(cfg), InvariantSuite(cfg)).distinct_states
     assert fast == explore_oracle(cfg).classes != plain
+
+
+def test_an_interrupt_stops_it_with_what_it_found():
+    """Ctrl-C ends the search as every engine ends it: incomplete, stop reason "interrupted"."""
+    original = next(a.step for a in spec_next.NEXT if a.type is Produce)
+    calls = []
+
+    def impatient(cfg, state, a):
+        calls.append(a)
+        if len(calls) > 20:
+            raise KeyboardInterrupt
+        return original(cfg, state, a)
+
+    r = explore_oracle(Config(**SMALL), actions=mutated(Produce, impatient))
+    assert (r.verdict, r.stop_reason) == ("incomplete", "interrupted") and r.states > 20
