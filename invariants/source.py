@@ -12,13 +12,9 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from kafkamc.spec.hw import exposed_hw, isr_in_use
+from kafkamc.invariants.reads import SPEC_FUNCTIONS
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-# The spec functions a view variable's source may call (invariants/view.py): a variable that
-# spec computes reads spec's own function, here and on every Spark executor.
-SPEC_FUNCTIONS = {"exposed_hw": exposed_hw, "isr_in_use": isr_in_use}
 
 
 def define(name: str, src: str):

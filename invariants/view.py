@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import z3
-from kafkamc.invariants.source import SPEC_FUNCTIONS
+from kafkamc.invariants.reads import SPEC_FUNCTIONS
 from kafkamc.spec.config import Config
 
 
@@ -61,7 +61,7 @@ class View:
         self.pending: dict[int, z3.BoolRef] = {}
         self.last_known: dict[int, z3.BoolRef] = {}
         # Spec's functions (spec.hw.exposed_hw, isr_in_use), given the rules' values as text:
-        # the view computes nothing spec computes (invariants/source.py SPEC_FUNCTIONS).
+        # the view computes nothing spec computes (invariants/reads.py SPEC_FUNCTIONS).
         consumer_rule, isr_rule = cfg.rule("consumer_hw"), cfg.rule("hw_pending_isr")
         for b in cfg.brokers:
             br = f"{n}_b{b}"

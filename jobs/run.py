@@ -240,10 +240,10 @@ def run_check(
                 model, suite, simulate, limits, reporter if progress else None, workers, spark, invariants, properties
             )
         elif reference:
-            from kafkamc.checker.reference import explore_reference
+            from kafkamc.jobs.reference import run_reference  # exact states, Z3 trees: kafkamc/oracle
 
-            result = explore_reference(
-                model, suite, limits, progress=reporter if progress else None, stop_when_reached=frozenset(reach)
+            result = run_reference(
+                cfg, invariants, properties, limits, reporter if progress else None, frozenset(reach)
             )
         elif spark is None and workers > 1:
             from kafkamc.checker.workers import explore_workers

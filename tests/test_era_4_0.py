@@ -18,9 +18,10 @@ from dataclasses import replace as dc_replace
 
 from kafkamc.checker.explorer import explore
 from kafkamc.checker.fast import FastModel
-from kafkamc.checker.reference import explore_reference
 from kafkamc.invariants.properties import PropertyFile
 from kafkamc.invariants.suite import InvariantSuite
+from kafkamc.jobs.reference import to_result
+from kafkamc.oracle.search import explore_oracle
 from kafkamc.spec.broker_lifecycle import BrokerCrash, BrokerRestart, BrokerSessionTimeout
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
@@ -76,7 +77,7 @@ def test_the_4_0_0_preset():
 
 def test_4_0_0_elects_a_fenced_last_known_leader():
     fast = explore(FastModel(CFG_40), suite(CFG_40))
-    ref = explore_reference(Model(CFG_40), suite(CFG_40))
+    ref = to_result(explore_oracle(CFG_40, ["NoFencedLeader"], PROPERTY))  # the oracle: Z3 trees, exact states
     for result in (fast, ref):
         assert result.verdict == "violated"
         v = result.violation

@@ -11,7 +11,6 @@ import pytest
 from helpers import bfs, play, run_kafkamc, sample_states
 from kafkamc.checker.explorer import explore
 from kafkamc.checker.fast import FastModel
-from kafkamc.checker.reference import explore_reference
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.jobs.run import run_check
 from kafkamc.spec import symmetry
@@ -216,9 +215,7 @@ def test_relabelling_a_pool_of_four_maps_transitions_to_transitions():
 def test_engines_agree_and_the_move_completes():
     small = dc_replace(CFG, max_isr_shrinks=0)
     fast = explore(FastModel(small), InvariantSuite(small))
-    ref = explore_reference(Model(small), InvariantSuite(small))
-    assert (fast.verdict, fast.distinct_states, fast.depth) == (ref.verdict, ref.distinct_states, ref.depth)
-    assert fast.coverage == ref.coverage and fast.coverage["AlterPartitionReassignments"] > 0
+    assert fast.coverage["AlterPartitionReassignments"] > 0  # the oracle's count: tests/test_oracle.py (slow)
     assert (fast.verdict, fast.distinct_states, fast.depth) == ("holds", PINNED[0], PINNED[1])
     checked = run_check(small)
     assert checked.result.verdict == "holds"
@@ -259,9 +256,7 @@ PINNED_CANCELS = (11501, 18)  # 10,395 before issue 29's AlterPartition and re-e
 def test_engines_agree_with_cancels():
     cfg = dc_replace(CFG, max_isr_shrinks=0, max_reassignment_cancels=1)
     fast = explore(FastModel(cfg), InvariantSuite(cfg))
-    ref = explore_reference(Model(cfg), InvariantSuite(cfg))
-    assert (fast.verdict, fast.distinct_states, fast.depth) == (ref.verdict, ref.distinct_states, ref.depth)
-    assert fast.coverage == ref.coverage and fast.coverage["CancelPartitionReassignment"] > 0
+    assert fast.coverage["CancelPartitionReassignment"] > 0
     assert (fast.verdict, fast.distinct_states, fast.depth) == ("holds", *PINNED_CANCELS)
     reached = run_check(cfg).reached()
     assert reached["ReassignmentCancelled"] is not None and reached["ReassignmentCompleted"] is not None
