@@ -80,12 +80,13 @@ def test_the_model_validates_the_recorded_run(recorded):
 @pytest.mark.parametrize(
     "name,actions,index,reason",
     [
-        (
+        pytest.param(
             "a crashed follower never stalls",
             mutant("ReplicaStall", candidates=alive_only_stall),
             134,
             "no model step leads to the controller's leader 1 epoch 6 partition epoch 22 replicas [1, 2, 3] "
             "ISR [1, 3] ELR [] unfenced [1, 2, 3]",
+            marks=pytest.mark.slow,  # 134 observations in: about 10 s
         ),
         (
             "a follower's fetch ignores the HW",
@@ -93,12 +94,13 @@ def test_the_model_validates_the_recorded_run(recorded):
             8,
             "no consistent state has the logs 1:[r1@e0]; 2:[r1@e0]; 3:[r1@e0], HW checkpoints {'1': 1, '2': 1, '3': 1}",
         ),
-        (
+        pytest.param(
             "a follower's controlled shutdown is always SHUTDOWN_NOW",
             mutant("ControlledShutdown", step=shutdown_now_only),
             184,
             "no model step leads to the controller's leader 1 epoch 6 partition epoch 34 replicas [1, 2, 3] "
             "ISR [1, 3] ELR [] unfenced [1, 2, 3] shutting [2]",
+            marks=pytest.mark.slow,  # 184 observations in: about 10 s
         ),
     ],
 )
