@@ -32,7 +32,7 @@ FIGURE = re.compile(
 # in the README (a stale entry here fails too).
 MEASURED = [
     r"pyspark, about 490 MB",
-    r"fast suite \(about \d+ minutes here\)",
+    r"fast suite \(about \d+ minutes here, one process per core\)",
     r"the benchmark: about \d+ minutes\)",
     r"local engine \(about \d+ minutes\)",
     r"`kafkamc conform` \(about \d+ minutes",
