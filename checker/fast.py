@@ -49,6 +49,7 @@ class FastSuccessors:
         self.cand_key: list = [None] + [itemgetter(b, 0, self.n + 2) for b in cfg.brokers]
         self.cand_caches: list = [None] + [{} for _ in cfg.brokers]
         self.observe_cache: dict = {}
+        self.candidate_runs = [0] * (self.n + 1)  # candidate-cache misses per broker (checker/verify.py)
         self.observe_wide: frozenset | None = None  # parts observe read beyond the usual key
         # With symmetry over a pool (checker FastModel.pooled), the kinds of action whose
         # successors need relabelling (spec/next.py moves_replicas), and how to fingerprint them.
@@ -104,7 +105,7 @@ class FastSuccessors:
         local = {0, b, n + 2, n + 2 + b}
         out = []
         actions = self.candidates_of(comps[0], comps[b], comps[n + 2], b)
-        runs = self.outcomes.candidate_runs
+        runs = self.candidate_runs
         runs[b] += 1
         if self.cfg.symmetry and (runs[b] <= FIRST or runs[b] % EVERY == 0):
             check_candidates(self.model, comps[0], comps[b], comps[n + 2], b, actions)

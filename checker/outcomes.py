@@ -49,7 +49,7 @@ class StepCache:
         self.key = _no_parts if not reads else _getter(reads)
         self.store: dict = {}
         self.halves: tuple | None = None  # a RoundTrip's (handle, receive) StepCaches; kept on a rekey
-        self.runs = 0  # misses so far (checker/equivariance.py spot-checks some of them)
+        self.runs = 0  # misses so far (checker/verify.py spot-checks some of them)
 
     def _rekey(self, reads: frozenset) -> None:
         self.reads, self.key, self.store = reads, _getter(reads) if reads else _no_parts, {}
@@ -90,9 +90,8 @@ class Outcomes:
         self.cfg = fast.cfg
         self.n = fast.n
         self.steps = fast.model.steps
-        # Under the symmetry reduction every step run on a miss is checked to be equivariant.
+        # Under the symmetry reduction, some step runs on misses are checked to be equivariant.
         self.symmetric = self.cfg.symmetry
-        self.candidate_runs = [0] * (self.n + 1)  # candidate misses per broker, for the spot checks
 
     def changes(self, comps: list, nxt: State, reads: set) -> tuple:
         """((position, interned component), ...) where nxt (a State or a RecordingState: its

@@ -2,7 +2,8 @@
 replay that turns a path of successor indices back into a trace.
 
 The engines differ only in how they expand states (one process, forked workers, Spark
-executors, or the plain reference BFS); what they report is built here.
+executors; jobs/reference.py gives the oracle's result this form too); what they report is
+built here.
 """
 
 from __future__ import annotations
