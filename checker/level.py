@@ -200,13 +200,15 @@ class Tally:
         self.violation: tuple | None = None  # (key, invariant, kind)
         self.stop_reason: str | None = None
         self.visited_bytes = 0
+        self.peak_rss = 0  # bytes, summed over the processes (their peaks)
+        self.cpu: dict = {}  # what the processes spent their CPU time on, in seconds, summed
 
     def stats(self, queue: int, final: bool = False) -> dict:
         """A progress report (search.progress_stats) of the counts so far."""
         return progress_stats(self.distinct, self.generated, queue, self.depth, time.monotonic() - self.start, final)
 
     def result(self, reached_all: bool) -> Result:
-        return result_from_keys(
+        result = result_from_keys(
             self.model,
             (self.distinct, self.generated, self.depth),
             self.start,
@@ -217,6 +219,8 @@ class Tally:
             self.coverage,
             self.visited_bytes,
         )
+        result.peak_rss = self.peak_rss
+        return result
 
 
 def result_from_keys(

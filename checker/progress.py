@@ -26,6 +26,16 @@ def rss(pid: int | str = "self") -> int | None:
         return None
 
 
+def peak_rss() -> int:
+    """This process's peak resident memory in bytes (0 where the platform has no getrusage)."""
+    try:
+        import resource  # not on Windows
+    except ImportError:
+        return 0
+    # ru_maxrss is in KiB on Linux, in bytes on macOS.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+
+
 def children() -> list[int]:
     """This process's child processes (the --workers processes, Spark's JVM), from /proc."""
     pids: list[int] = []
@@ -43,13 +53,8 @@ def memory() -> str:
     an upper bound."""
     own = rss()
     if own is None:
-        try:
-            import resource  # not on Windows
-        except ImportError:
-            return ""
-        # ru_maxrss is in KiB on Linux, in bytes on macOS.
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
-        return f"peak RSS {peak / _MIB:,.0f} MiB"
+        peak = peak_rss()
+        return f"peak RSS {peak / _MIB:,.0f} MiB" if peak else ""
     sizes = [s for s in (rss(p) for p in children()) if s is not None]
     text = f"RSS {own / _MIB:,.0f} MiB"
     if sizes:

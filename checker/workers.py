@@ -34,6 +34,7 @@ import time
 import traceback
 from collections.abc import Callable
 from functools import partial
+from operator import itemgetter
 from queue import Empty
 
 import kafkamc.checker.transport as transport
@@ -41,12 +42,13 @@ from kafkamc.checker.contract import SearchModel
 from kafkamc.checker.level import (
     Findings,
     Tally,
-    expand_part,
+    expand_fresh,
     first_violation,
     initial_level,
     limit_reached,
     smaller,
 )
+from kafkamc.checker.progress import peak_rss
 from kafkamc.checker.search import Limits, Result
 from kafkamc.checker.visited import FingerprintSet
 
@@ -82,57 +84,86 @@ class _Worker:
 
     def level(self, args: tuple) -> dict:
         """Expand this worker's frontier, exchange successors with the peers, keep the new.
-        Past the deadline (a time limit) the expansion stops early: the level is cut short."""
+        Past the deadline (a time limit) the expansion stops early: the level is cut short.
+
+        The expansion is the local explorer's fused loop (level.expand_fresh): a successor
+        this worker has visited, or met before in this level with a smaller key, is screened
+        out before it is built; each other is yielded with the state invariant it breaks,
+        which travels with it to its owner. The frontier is expanded in key order, so the
+        first time a fingerprint comes out of the loop is its smallest key in this part."""
         unreached, deadline = args
         model, w, n = self.model, self.w, self.n
-        mine: dict = {}  # fp -> (key, state) for states this worker owns
+        clock = time.process_time()
+        mine: dict = {}  # fp -> (key, state, broken invariant) for states this worker owns
         out: list = [{} for _ in range(n)]
         found = Findings()
-        seen, owner_of = self.visited.__contains__, partial(transport.owner_key, model)
-        for fp, k, nxt in expand_part(model, self.frontier, self.suite, unreached, found, deadline):
-            owner = owner_of(nxt) % n
-            if owner == w:
-                if seen(fp):
-                    continue
-                box = mine
-            else:
-                box = out[owner]
+        visited = self.visited
+        owner_of = partial(transport.owner_key, model)
+
+        met: dict = {}  # fp -> its box, for every successor yielded this level
+
+        def seen(fp: int) -> bool:
+            return fp in visited or fp in met
+
+        self.frontier.sort(key=itemgetter(0))
+        for fp, k, nxt, bad in expand_fresh(model, self.frontier, self.suite, unreached, found, seen, deadline):
+            box = met.get(fp)
+            if box is None:
+                owner = owner_of(nxt) % n
+                box = met[fp] = mine if owner == w else out[owner]
             known = box.get(fp)
             if known is None or k < known[0]:
-                box[fp] = (k, nxt)
+                box[fp] = (k, nxt, bad)
+        met.clear()
         self.frontier = []
+        expanded = time.process_time()
         for peer in range(n):
             if peer != w:
                 self.inboxes[peer].put((w, self._pack(peer, out[peer])))
+        packed = time.process_time()
+        waited = unpacking = 0.0
         for _ in range(n - 1):
+            t = time.monotonic()
             try:
                 _, items = self.inboxes[w].get(timeout=PEER_TIMEOUT_S)
             except Empty:
                 raise WorkerFailed(f"worker {w}: no word from a peer for {PEER_TIMEOUT_S:g}s") from None
+            waited += time.monotonic() - t
+            u = time.process_time()
             self._unpack(items, mine)
+            unpacking += time.process_time() - u
         new, state_bad = 0, None
-        check_state = self.suite.check_state if self.suite is not None else (lambda s: None)
-        for fp, (k, state) in mine.items():
-            if not self.visited.add(fp):
+        for fp, (k, state, bad) in mine.items():
+            if not visited.add(fp):
                 continue
             new += 1
-            bad = check_state(state)
             if bad:
                 state_bad = smaller(state_bad, (k, bad))
             self.frontier.append((k, state))
-        return {"found": found, "new": new, "state_bad": state_bad, "visited_bytes": self.visited.nbytes}
+        now = time.process_time()
+        times = {"expand": expanded - clock, "pack": packed - expanded, "unpack": unpacking, "wait": waited}
+        times["keep"] = now - packed - unpacking
+        return {
+            "found": found,
+            "new": new,
+            "state_bad": state_bad,
+            "visited_bytes": visited.nbytes,
+            "peak_rss": peak_rss(),
+            "cpu": now - clock,
+            "times": times,
+        }
 
     def _pack(self, peer: int, box: dict) -> tuple:
-        """(components the peer lacks, [(fp, key, component fingerprints), ...])."""
+        """(components the peer lacks, [(fp, key, component fingerprints, broken invariant), ...])."""
         shipped, sent = partial(transport.shipped, self.model), self.sent[peer]
         components, states = [], []
-        for fp, (k, state) in box.items():
+        for fp, (k, state, bad) in box.items():
             parts = shipped(state)
             for cfp, kind, comp in parts:
                 if cfp not in sent:
                     sent.add(cfp)
                     components.append((kind, comp))
-            states.append((fp, k, tuple(cfp for cfp, _, _ in parts)))
+            states.append((fp, k, tuple(cfp for cfp, _, _ in parts), bad))
         return components, states
 
     def _unpack(self, items: tuple, mine: dict) -> None:
@@ -141,12 +172,12 @@ class _Worker:
         seen = self.visited.__contains__
         for kind, comp in components:
             learn(kind, comp)
-        for fp, k, cfps in states:
+        for fp, k, cfps, bad in states:
             if seen(fp):
                 continue
             known = mine.get(fp)
             if known is None or k < known[0]:
-                mine[fp] = (k, assemble(cfps))
+                mine[fp] = (k, assemble(cfps), bad)
 
 
 def _die_with_parent() -> None:
@@ -287,6 +318,10 @@ class _Coordinator(Tally):
         self.generated += found.generated
         self.distinct += new
         self.visited_bytes = sum(r["visited_bytes"] for r in replies)
+        self.peak_rss = max(self.peak_rss, peak_rss() + sum(r["peak_rss"] for r in replies))
+        for w, r in enumerate(replies):
+            for what, seconds in r["times"].items():
+                self.cpu[w, what] = self.cpu.get((w, what), 0.0) + seconds
         self.coverage.update(found.coverage)
         for name in list(self.unreached):
             if name in found.reach:
