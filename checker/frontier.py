@@ -83,23 +83,21 @@ class ObjectQueue:
         return self.take_one()
 
 
-class CompactQueue:
-    """(state, node, depth, known) kept as (node, depth, fingerprint, serial numbers).
+class Codec:
+    """A state of the fast path as unsigned 64-bit ints: its fingerprint, then its
+    components' serial numbers; and back, with its `known`.
 
     `known` is what FastSuccessors.transitions yields in a Fresh and takes back: the keys'
     parts (the components' serial numbers, then each broker's stalled flag) followed by the
-    state's own fingerprint. It is rebuilt here in that layout; a state queued with none is
-    given the one transitions() would compute, and verify mode compares the two."""
+    state's own fingerprint. It is rebuilt here in that layout; a state recorded with none
+    is given the one transitions() would compute, and verify mode compares the two."""
 
-    def __init__(self, fast, lifo: bool = False):
+    def __init__(self, fast):
         self.components = fast.components
         self.objects = fast.components.by_serial
         self.n = fast.n
         self.size = fast.n + 3  # components per state
-        self.records = Records(3 + self.size, lifo)
-
-    def __len__(self) -> int:
-        return len(self.records)
+        self.width = 1 + self.size
 
     def numbers(self, state: State) -> list[int]:
         """The serial numbers of a state's components, interning any that is not yet."""
@@ -111,20 +109,39 @@ class CompactQueue:
             tags = self.components.tags
             return [serial[id(self.components.intern(x, tags[i]))] for i, x in enumerate(comps)]
 
-    def put(self, state: State, node: int, depth: int, known) -> None:
+    def record(self, state: State, known) -> list[int]:
         if known is None:
             numbers = self.numbers(state)
-            self.records.push([node, depth, self.components.xor(numbers), *numbers])
-        else:
-            self.records.push([node, depth, known[-1], *known[: self.size]])
+            return [self.components.xor(numbers), *numbers]
+        return [known[-1], *known[: self.size]]
 
-    def take(self) -> tuple:
-        node, depth, fp, *numbers = self.records.pop()
+    def state(self, record) -> tuple:
+        """(state, known) of a record."""
+        fp, *numbers = record
         comps = list(map(self.objects.__getitem__, numbers))
         G = self.n + 1
         brokers = tuple(comps[1:G])
         state = new_tuple(State, (comps[0], brokers, comps[G], comps[G + 1]))
-        return state, node, depth, [*numbers, *[b.stalled for b in brokers], fp]
+        return state, [*numbers, *[b.stalled for b in brokers], fp]
+
+
+class CompactQueue:
+    """(state, node, depth, known) kept as (node, depth, fingerprint, serial numbers)."""
+
+    def __init__(self, fast, lifo: bool = False):
+        self.codec = Codec(fast)
+        self.records = Records(2 + self.codec.width, lifo)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def put(self, state: State, node: int, depth: int, known) -> None:
+        self.records.push([node, depth, *self.codec.record(state, known)])
+
+    def take(self) -> tuple:
+        record = self.records.pop()
+        state, known = self.codec.state(record[2:])
+        return state, record[0], record[1], known
 
 
 def queue_for(model, lifo: bool = False):

@@ -32,13 +32,14 @@ import multiprocessing
 import signal
 import time
 import traceback
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Iterator
 from functools import partial
-from operator import itemgetter
 from queue import Empty
 
 import kafkamc.checker.transport as transport
 from kafkamc.checker.contract import SearchModel
+from kafkamc.checker.frontier import Codec
 from kafkamc.checker.level import (
     Findings,
     Tally,
@@ -72,15 +73,30 @@ class _Worker:
         self.model, self.suite = model, suite
         self.inboxes = inboxes
         self.visited = FingerprintSet()
-        self.frontier: list = []  # (key, State) of the newest level this worker owns
+        # The newest level this worker owns, compact (checker/frontier.py): each state's path
+        # key, and where its record (fingerprint, serial numbers) starts in `records`.
+        self.codec = Codec(model.fast)
+        self.keys: list[bytes] = []
+        self.slots = array("L")
+        self.records = array("Q")
         self.sent: list[set] = [set() for _ in range(n)]  # component fingerprints each peer already has
+        self.quiet: dict = {}  # unreached properties -> the suite's quiet test for them (level.expand_fresh)
 
     def start(self, entries: list) -> dict:
         """The initial states this worker owns: (fp, key, state), already deduplicated."""
         for fp, key, state in entries:
             self.visited.add(fp)
-            self.frontier.append((key, state))
-        return {"frontier": len(self.frontier)}
+            self.keys.append(key)
+            self.slots.append(len(self.records))
+            self.records.extend(self.codec.record(state, None))
+        return {"frontier": len(self.keys)}
+
+    def frontier(self, keys: list, slots: array, records: array) -> Iterator[tuple]:
+        """(key, state, known) of a level's states, in key order."""
+        rebuild, width = self.codec.state, self.codec.width
+        for i in sorted(range(len(keys)), key=keys.__getitem__):
+            at = slots[i]
+            yield (keys[i], *rebuild(records[at : at + width]))
 
     def level(self, args: tuple) -> dict:
         """Expand this worker's frontier, exchange successors with the peers, keep the new.
@@ -94,28 +110,33 @@ class _Worker:
         unreached, deadline = args
         model, w, n = self.model, self.w, self.n
         clock = time.process_time()
-        mine: dict = {}  # fp -> (key, state, broken invariant) for states this worker owns
-        out: list = [{} for _ in range(n)]
+        mine: dict = {}  # fp -> (key, broken invariant, slot in records) for states this worker owns
+        records = array("Q")  # those states' records (checker/frontier.py Codec)
+        out: list = [{} for _ in range(n)]  # per peer: fp -> (key, state, broken invariant)
         found = Findings()
         visited = self.visited
         owner_of = partial(transport.owner_key, model)
 
-        met: dict = {}  # fp -> its box, for every successor yielded this level
-
-        def seen(fp: int) -> bool:
-            return fp in visited or fp in met
-
-        self.frontier.sort(key=itemgetter(0))
-        for fp, k, nxt, bad in expand_fresh(model, self.frontier, self.suite, unreached, found, seen, deadline):
-            box = met.get(fp)
-            if box is None:
-                owner = owner_of(nxt) % n
-                box = met[fp] = mine if owner == w else out[owner]
-            known = box.get(fp)
-            if known is None or k < known[0]:
-                box[fp] = (k, nxt, bad)
-        met.clear()
-        self.frontier = []
+        # A successor goes into this worker's visited set the first time it comes out of the
+        # loop, whoever owns it: a state owned here is new then (it is kept, below), and one a
+        # peer owns has been sent to it, which keeps it or had it. Either way, meeting it
+        # again, in this level or a later one, is no news: the loop screens it out before
+        # building it, and it is not sent twice. (Peers' states cost this set 8 to 16 bytes each.)
+        frontier = self.frontier(self.keys, self.slots, self.records)
+        self.keys, self.slots, self.records = [], array("L"), records
+        record = self.codec.record
+        quiet = self.quiet.get(unreached)
+        if quiet is None and self.suite is not None:
+            quiet = self.quiet[unreached] = self.suite.quiet_step(list(unreached))
+        for fp, k, nxt, bad, known in expand_fresh(
+            model, frontier, self.suite, unreached, found, visited.__contains__, deadline, True, visited.add, quiet
+        ):
+            owner = owner_of(nxt) % n
+            if owner == w:
+                mine[fp] = (k, bad, len(records))
+                records.extend(record(nxt, known))
+            else:
+                out[owner][fp] = (k, nxt, bad)
         expanded = time.process_time()
         for peer in range(n):
             if peer != w:
@@ -130,16 +151,15 @@ class _Worker:
                 raise WorkerFailed(f"worker {w}: no word from a peer for {PEER_TIMEOUT_S:g}s") from None
             waited += time.monotonic() - t
             u = time.process_time()
-            self._unpack(items, mine)
+            self._unpack(items, mine, records)
             unpacking += time.process_time() - u
-        new, state_bad = 0, None
-        for fp, (k, state, bad) in mine.items():
-            if not visited.add(fp):
-                continue
-            new += 1
+        new, state_bad = len(mine), None
+        for fp, (k, bad, slot) in mine.items():
+            visited.add(fp)  # those from peers; the rest are in already
             if bad:
                 state_bad = smaller(state_bad, (k, bad))
-            self.frontier.append((k, state))
+            self.keys.append(k)
+            self.slots.append(slot)
         now = time.process_time()
         times = {"expand": expanded - clock, "pack": packed - expanded, "unpack": unpacking, "wait": waited}
         times["keep"] = now - packed - unpacking
@@ -166,18 +186,27 @@ class _Worker:
             states.append((fp, k, tuple(cfp for cfp, _, _ in parts), bad))
         return components, states
 
-    def _unpack(self, items: tuple, mine: dict) -> None:
+    def _unpack(self, items: tuple, mine: dict, records: array) -> None:
+        """Keep what a peer sent this worker: each state it has not visited, unless it
+        already holds it under a smaller key (a replaced record is written over)."""
         components, states = items
+        record, width = self.codec.record, self.codec.width
         learn, assemble = partial(transport.learn, self.model), partial(transport.assemble, self.model)
         seen = self.visited.__contains__
         for kind, comp in components:
             learn(kind, comp)
         for fp, k, cfps, bad in states:
-            if seen(fp):
-                continue
             known = mine.get(fp)
-            if known is None or k < known[0]:
-                mine[fp] = (k, assemble(cfps), bad)
+            if known is None:
+                if seen(fp):
+                    continue  # visited at an earlier level
+
+                mine[fp] = (k, bad, len(records))
+                records.extend(record(assemble(cfps), None))
+            elif k < known[0]:
+                slot = known[2]
+                records[slot : slot + width] = array("Q", record(assemble(cfps), None))
+                mine[fp] = (k, bad, slot)
 
 
 def _die_with_parent() -> None:
