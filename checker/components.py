@@ -75,6 +75,7 @@ class Components:
         self.by_fp: dict[int, object] = {}  # fingerprint -> object, to rebuild states sent as fingerprints
         self.serial: dict[int, int] = {}  # id -> a small number, in order of interning
         self.by_serial: list = []  # serial number -> object: a state kept as its serial numbers is rebuilt
+        self.numbers: list[int] = []  # serial number -> the int object the serial dict holds (see Codec.state)
         self.at: list[list] = [[] for _ in tags]  # position -> [serial] -> mix(position, fp)
 
     def intern(self, obj, tag: int):
@@ -86,8 +87,9 @@ class Components:
             self.objects[key] = known = obj
             fp = self.fp[id(obj)] = component_fingerprint(tag, obj)
             self.by_fp[fp] = obj
-            self.serial[id(obj)] = len(self.serial)
+            number = self.serial[id(obj)] = len(self.serial)
             self.by_serial.append(obj)
+            self.numbers.append(number)
             for position, kind in enumerate(self.tags):
                 self.at[position].append(mix(position, fp) if kind == tag else 0)
         return known
