@@ -113,7 +113,7 @@ class _Worker:
         clock = time.process_time()
         mine: dict = {}  # fp -> (key, broken invariant, slot in records) for states this worker owns
         records = array("Q")  # those states' records (checker/frontier.py Codec)
-        out: list = [{} for _ in range(n)]  # per peer: fp -> (key, state, broken invariant)
+        out: list = [self._parcel() for _ in range(n)]  # what each peer is sent
         found = Findings()
         visited = self.visited
         owner_of = partial(transport.owner_key, model)
@@ -137,11 +137,13 @@ class _Worker:
                 mine[fp] = (k, bad, len(records))
                 records.extend(record(nxt, known))
             else:
-                out[owner][fp] = (k, nxt, bad)
+                self._send(owner, out[owner], fp, k, nxt, bad)
         expanded = time.process_time()
         for peer in range(n):
             if peer != w:
-                self.inboxes[peer].put((w, self._pack(peer, out[peer])))
+                components, fps, keys, broken = out[peer]
+                length = len(keys[0]) if keys else 0  # one level: every key has its length
+                self.inboxes[peer].put((w, (components, fps, b"".join(keys), length, broken)))
         packed = time.process_time()
         waited = unpacking = 0.0
         for _ in range(n - 1):
@@ -174,39 +176,48 @@ class _Worker:
             "times": times,
         }
 
-    def _pack(self, peer: int, box: dict) -> tuple:
-        """(components the peer lacks, [(fp, key, component fingerprints, broken invariant), ...])."""
-        shipped, sent = partial(transport.shipped, self.model), self.sent[peer]
-        components, states = [], []
-        for fp, (k, state, bad) in box.items():
-            parts = shipped(state)
-            for cfp, kind, comp in parts:
-                if cfp not in sent:
-                    sent.add(cfp)
-                    components.append((kind, comp))
-            states.append((fp, k, tuple(cfp for cfp, _, _ in parts), bad))
-        return components, states
+    def _parcel(self) -> tuple:
+        """What is sent to one peer at the end of a level, filled as successors come out:
+        (components it lacks as (kind, component), each state's fingerprint then its
+        components' fingerprints in one array, their path keys (one length per level) in
+        a list joined on sending, {index: broken invariant}). No state object is kept: a
+        level's successors held as objects until the exchange cost more than the rest of a
+        worker's memory at three million states."""
+        return [], array("Q"), [], {}
+
+    def _send(self, peer: int, parcel: tuple, fp: int, key: bytes, state, bad) -> None:
+        components, fps, keys, broken = parcel
+        sent = self.sent[peer]
+        fps.append(fp)
+        for cfp, kind, comp in transport.shipped(self.model, state):
+            if cfp not in sent:
+                sent.add(cfp)
+                components.append((kind, comp))
+            fps.append(cfp)
+        if bad:
+            broken[len(keys)] = bad
+        keys.append(key)
 
     def _unpack(self, items: tuple, mine: dict, records: array) -> None:
         """Keep what a peer sent this worker: each state it has not visited, unless it
         already holds it under a smaller key (a replaced record is written over)."""
-        components, states = items
+        components, fps, keys, length, broken = items
         record, width = self.codec.record, self.codec.width
         learn, assemble = partial(transport.learn, self.model), partial(transport.assemble, self.model)
         seen = self.visited.__contains__
         for kind, comp in components:
             learn(kind, comp)
-        for fp, k, cfps, bad in states:
+        for i in range(len(fps) // width):
+            fp, k, bad = fps[i * width], keys[i * length : (i + 1) * length], broken.get(i)
             known = mine.get(fp)
             if known is None:
                 if seen(fp):
                     continue  # visited at an earlier level
-
                 mine[fp] = (k, bad, len(records))
-                records.extend(record(assemble(cfps), None))
+                records.extend(record(assemble(fps[i * width + 1 : (i + 1) * width]), None))
             elif k < known[0]:
                 slot = known[2]
-                records[slot : slot + width] = array("Q", record(assemble(cfps), None))
+                records[slot : slot + width] = array("Q", record(assemble(fps[i * width + 1 : (i + 1) * width]), None))
                 mine[fp] = (k, bad, slot)
 
 
