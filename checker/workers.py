@@ -7,13 +7,15 @@ whole state's fingerprint every worker recomputed 80% of the cache and two worke
 no faster than one), keeps their visited set and their part of the frontier. One BFS
 level is one round:
 
-1. each worker expands its frontier, checks every step, and sorts the successors by owner;
-2. it sends the others theirs, each state once per level, as the fingerprints of its
-   components (a few integers), shipping a component itself only the first time that peer
-   needs it: a whole state costs 13 microseconds to encode and decode, more than
-   expanding it;
-3. each owner keeps the successors it has not visited, checks them and makes them its
-   next frontier.
+1. each worker expands its frontier through the local explorer's fused loop, in key order,
+   checks every step and tests each successor it has not met against the state
+   invariants, and sorts the successors by owner;
+2. it sends the others theirs, each state once (a worker's visited set takes in the
+   peers' states it met, so it never sends one twice), as the fingerprints of its
+   components, shipping a component itself only the first time that peer needs it: a
+   whole state costs 13 microseconds to encode and decode, more than expanding it;
+3. each owner keeps the successors it has not visited, by smallest key, as its next
+   frontier (compact records: checker/frontier.py).
 
 Every state travels with its path key (checker/keys.py) and the smallest key wins each
 choice: the first arrival of a state, the witness of a property, the violation reported.
