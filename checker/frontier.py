@@ -144,9 +144,15 @@ class CompactQueue:
         self.records.push([node, depth, *self.codec.record(state, known)])
 
     def take(self) -> tuple:
-        record = self.records.pop()
-        state, known = self.codec.state(record[2:])
-        return state, record[0], record[1], known
+        # Codec.state written out: once per state expanded.
+        node, depth, fp, *numbers = self.records.pop()
+        codec = self.codec
+        numbers = list(map(codec.ints.__getitem__, numbers))
+        comps = list(map(codec.objects.__getitem__, numbers))
+        G = codec.n + 1
+        brokers = tuple(comps[1:G])
+        state = new_tuple(State, (comps[0], brokers, comps[G], comps[G + 1]))
+        return state, node, depth, [*numbers, *[b.stalled for b in brokers], fp]
 
 
 def queue_for(model, lifo: bool = False):
