@@ -15,13 +15,14 @@ from __future__ import annotations
 import hashlib
 import marshal
 from functools import reduce
+from itertools import islice
 from operator import xor
 from typing import NamedTuple
 
 from kafkamc.spec.state import FIELD_VALUES, as_tuple
 
 MASK64 = (1 << 64) - 1
-CACHE_LIMIT = 1 << 22  # entries per cache before it is dropped and refilled
+CACHE_LIMIT = 1 << 22  # entries per cache before its older half is dropped
 
 
 class Fresh(NamedTuple):
@@ -52,9 +53,13 @@ def component_fingerprint(tag: int, obj) -> int:
 
 
 def store(cache: dict, key, value) -> None:
-    """Every cache is bounded: past CACHE_LIMIT entries it is dropped and refills."""
+    """Every cache is bounded: past CACHE_LIMIT entries its older half is dropped (a dict
+    keeps insertion order). The search meets states level by level, and a level's steps
+    are mostly those of the level before: the newer half keeps serving, where dropping
+    everything made the next level recompute them all."""
     if len(cache) >= CACHE_LIMIT:
-        cache.clear()
+        for old in list(islice(cache, len(cache) // 2)):
+            del cache[old]
     cache[key] = value
 
 
@@ -69,6 +74,8 @@ class Components:
         self.fp: dict[int, int] = {}
         self.by_fp: dict[int, object] = {}  # fingerprint -> object, to rebuild states sent as fingerprints
         self.serial: dict[int, int] = {}  # id -> a small number, in order of interning
+        self.by_serial: list = []  # serial number -> object: a state kept as its serial numbers is rebuilt
+        self.numbers: list[int] = []  # serial number -> the int object the serial dict holds (see Codec.state)
         self.at: list[list] = [[] for _ in tags]  # position -> [serial] -> mix(position, fp)
 
     def intern(self, obj, tag: int):
@@ -80,7 +87,9 @@ class Components:
             self.objects[key] = known = obj
             fp = self.fp[id(obj)] = component_fingerprint(tag, obj)
             self.by_fp[fp] = obj
-            self.serial[id(obj)] = len(self.serial)
+            number = self.serial[id(obj)] = len(self.serial)
+            self.by_serial.append(obj)
+            self.numbers.append(number)
             for position, kind in enumerate(self.tags):
                 self.at[position].append(mix(position, fp) if kind == tag else 0)
         return known

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import gc
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable
 from contextlib import contextmanager
 
 from kafkamc.checker.fast import UNKNOWN, screened
+from kafkamc.checker.frontier import queue_for
+from kafkamc.checker.memory import peak_rss
 from kafkamc.checker.search import STRATEGIES, Limits, Result, Violation, replay_path, verdict_of
 from kafkamc.checker.visited import FingerprintSet, Nodes
 
@@ -75,8 +77,8 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
     # every type the model declares: a Counter's += cost 2.5 times as much, once per transition.
     fired: dict = dict.fromkeys(model.action_types() if hasattr(model, "action_types") else (), 0)
     coverage: Counter = Counter()
-    pending: deque = deque()
-    take = pending.popleft if strategy == "bfs" else pending.pop
+    pending = queue_for(model, lifo=strategy != "bfs")  # checker/frontier.py: states as numbers
+    take, put = pending.take, pending.put
     initial_generated = 0  # the rest of the generated states are counted in fired
     max_depth = 0
     stop_reason = None
@@ -134,7 +136,7 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
         if bad:
             violation_at = (bad, "state", node, None)
             break
-        pending.append((s, node, 0, None))
+        put(s, node, 0, None)
 
     try:
         while pending and violation_at is None and not (stop_when_reached and not targets):
@@ -173,7 +175,7 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
                         raise AssertionError("the state test of changed components failed where the whole check passes")
                     violation_at = (bad, "state", child, None)
                     break
-                pending.append((nxt, child, depth + 1, fresh.known))
+                put(nxt, child, depth + 1, fresh.known)
             ticks += 1
             if ticks & 0x3F == 0:
                 now = time.monotonic()
@@ -218,4 +220,5 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
         coverage,
         reached,
         visited_bytes=visited.nbytes + nodes.nbytes,
+        peak_rss=peak_rss(),
     )

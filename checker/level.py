@@ -98,7 +98,16 @@ def expand_part(
 
 
 def expand_fresh(
-    model, frontier: Iterable[tuple], checks, unreached, found: Findings, seen, deadline: float | None = None
+    model,
+    frontier: Iterable[tuple],
+    checks,
+    unreached,
+    found: Findings,
+    seen,
+    deadline: float | None = None,
+    carry: bool = False,
+    is_new=None,
+    quiet=None,
 ) -> Iterator[tuple]:
     """(successor fingerprint, its path key, successor, the state invariant it breaks or None)
     for every transition of the frontier's (key, state) pairs to a state that seen(fp) does
@@ -107,34 +116,50 @@ def expand_fresh(
     (in this part's visited set, or yielded before with a smaller key); a state it does not
     know may still be visited elsewhere, which its owner decides. Each step the quiet test
     does not pass is checked as expand_part checks it; each state yielded is tested against
-    the state invariants through the test of the components the step changed."""
+    the state invariants through the test of the components the step changed.
+
+    With `carry`, the frontier holds (key, state, known) and each successor comes with its
+    own known (FastSuccessors.transitions: what its expansion need not compute again; None
+    when nothing is known), as a fifth item. `is_new(fp)`, if given, replaces "not seen(fp)"
+    on the fused loop's path: one call that may also note fp as met (the workers' visited set).
+    `quiet`: the suite's quiet_step for `unreached`, if the caller keeps it: building one
+    compiles it (Z3), and the observe cache keeps quiet values only for the test object that
+    computed them, so a new one every level made every level compute them again."""
     if checks is None or not hasattr(model, "transitions"):
-        for fp, k, nxt in expand_part(model, frontier, checks, unreached, found, deadline):
+        pairs = ((item[0], item[1]) for item in frontier)
+        for fp, k, nxt in expand_part(model, pairs, checks, unreached, found, deadline):
             if not seen(fp):
-                yield fp, k, nxt, checks.check_state(nxt) if checks is not None else None
+                bad = checks.check_state(nxt) if checks is not None else None
+                yield (fp, k, nxt, bad, None) if carry else (fp, k, nxt, bad)
         return
-    quiet = checks.quiet_step(list(unreached))
+    if quiet is None:
+        quiet = checks.quiet_step(list(unreached))
     reach = [(name, fn) for name, fn in checks.reach_functions() if name in unreached]
     check_step, check_state, state_test = checks.check_step, checks.check_state, checks.state_test
     tests: dict = {}
-    is_new = lambda fp: not seen(fp)  # noqa: E731 - transitions() takes a predicate
+    if is_new is None:
+        is_new = lambda fp: not seen(fp)  # noqa: E731 - transitions() takes a predicate
     fired: dict = dict.fromkeys(model.action_types(), 0)
     try:
-        for done, (key, state) in enumerate(frontier):
+        for done, item in enumerate(frontier):
             if deadline is not None and done & 0xFF == 0 and time.monotonic() >= deadline:
                 found.cut = True
                 break
-            for index, _action, nxt, fp, fresh in model.transitions(state, is_new, quiet, fired):
+            key, state = item[0], item[1]
+            for index, _action, nxt, fp, fresh in model.transitions(
+                state, is_new, quiet, fired, item[2] if carry else None
+            ):
                 k = key + index_bytes(index)
                 if not fresh:
                     note_step(found, check_step, reach, state, nxt, k)
-                    if seen(fp):
+                    if not is_new(fp):
                         continue
                     fresh = UNKNOWN
                 test = tests.get(fresh.changed)
                 if test is None:
                     test = tests[fresh.changed] = state_test(fresh.changed)
-                yield fp, k, nxt, None if test(nxt) else check_state(nxt)
+                bad = None if test(nxt) else check_state(nxt)
+                yield (fp, k, nxt, bad, fresh.known) if carry else (fp, k, nxt, bad)
     finally:
         found.generated += sum(fired.values())
         found.coverage.update({t.__name__: n for t, n in fired.items() if n})
@@ -200,13 +225,15 @@ class Tally:
         self.violation: tuple | None = None  # (key, invariant, kind)
         self.stop_reason: str | None = None
         self.visited_bytes = 0
+        self.peak_rss = 0  # bytes, summed over the processes (their peaks)
+        self.cpu: dict = {}  # what the processes spent their CPU time on, in seconds, summed
 
     def stats(self, queue: int, final: bool = False) -> dict:
         """A progress report (search.progress_stats) of the counts so far."""
         return progress_stats(self.distinct, self.generated, queue, self.depth, time.monotonic() - self.start, final)
 
     def result(self, reached_all: bool) -> Result:
-        return result_from_keys(
+        result = result_from_keys(
             self.model,
             (self.distinct, self.generated, self.depth),
             self.start,
@@ -217,6 +244,8 @@ class Tally:
             self.coverage,
             self.visited_bytes,
         )
+        result.peak_rss = self.peak_rss
+        return result
 
 
 def result_from_keys(

@@ -6,55 +6,12 @@ A live rich line on a terminal; plain lines on stderr otherwise (CI logs).
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
 
+from kafkamc.checker.memory import memory
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
-
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-_MIB = 1024 * 1024
-
-
-def rss(pid: int | str = "self") -> int | None:
-    """Resident memory of a process in bytes, from /proc (Linux); None where there is none."""
-    try:
-        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def children() -> list[int]:
-    """This process's child processes (the --workers processes, Spark's JVM), from /proc."""
-    pids: list[int] = []
-    try:
-        for task in Path("/proc/self/task").iterdir():
-            pids += [int(p) for p in (task / "children").read_text().split()]
-    except (OSError, ValueError):
-        return []
-    return pids
-
-
-def memory() -> str:
-    """'RSS 85 MiB (+ 240 MiB in 4 child processes)'. Without /proc: the peak RSS so far.
-    A forked worker's RSS counts the pages it still shares with its parent, so the sum is
-    an upper bound."""
-    own = rss()
-    if own is None:
-        try:
-            import resource  # not on Windows
-        except ImportError:
-            return ""
-        # ru_maxrss is in KiB on Linux, in bytes on macOS.
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
-        return f"peak RSS {peak / _MIB:,.0f} MiB"
-    sizes = [s for s in (rss(p) for p in children()) if s is not None]
-    text = f"RSS {own / _MIB:,.0f} MiB"
-    if sizes:
-        text += f" (+ {sum(sizes) / _MIB:,.0f} MiB in {len(sizes)} child process{'es' if len(sizes) > 1 else ''})"
-    return text
 
 
 def level(s: dict) -> int:

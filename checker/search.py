@@ -48,10 +48,15 @@ class Result:
     reached: dict = field(default_factory=dict)  # reachability property -> witness trace
     visited_bytes: int = 0  # the visited set and parent pointers, in bytes
     worker_peak_mib: float = 0.0  # Spark: the largest Python worker's peak resident memory
+    peak_rss: int = 0  # peak resident memory in bytes, summed over the search's processes (0: unknown)
 
     @property
     def bytes_per_state(self) -> float:
         return self.visited_bytes / self.distinct_states if self.distinct_states else 0.0
+
+    @property
+    def peak_bytes_per_state(self) -> float:
+        return self.peak_rss / self.distinct_states if self.distinct_states and self.peak_rss else 0.0
 
     @property
     def states_per_second(self) -> float:

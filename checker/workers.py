@@ -7,13 +7,15 @@ whole state's fingerprint every worker recomputed 80% of the cache and two worke
 no faster than one), keeps their visited set and their part of the frontier. One BFS
 level is one round:
 
-1. each worker expands its frontier, checks every step, and sorts the successors by owner;
-2. it sends the others theirs, each state once per level, as the fingerprints of its
-   components (a few integers), shipping a component itself only the first time that peer
-   needs it: a whole state costs 13 microseconds to encode and decode, more than
-   expanding it;
-3. each owner keeps the successors it has not visited, checks them and makes them its
-   next frontier.
+1. each worker expands its frontier through the local explorer's fused loop, in key order,
+   checks every step and tests each successor it has not met against the state
+   invariants, and sorts the successors by owner;
+2. it sends the others theirs, each state once (a worker's visited set takes in the
+   peers' states it met, so it never sends one twice), as the fingerprints of its
+   components, shipping a component itself only the first time that peer needs it: a
+   whole state costs 13 microseconds to encode and decode, more than expanding it;
+3. each owner keeps the successors it has not visited, by smallest key, as its next
+   frontier (compact records: checker/frontier.py).
 
 Every state travels with its path key (checker/keys.py) and the smallest key wins each
 choice: the first arrival of a state, the witness of a property, the violation reported.
@@ -33,21 +35,24 @@ import os
 import signal
 import time
 import traceback
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Iterator
 from functools import partial
 from queue import Empty
 
 import kafkamc.checker.transport as transport
 from kafkamc.checker.contract import SearchModel
+from kafkamc.checker.frontier import Codec
 from kafkamc.checker.level import (
     Findings,
     Tally,
-    expand_part,
+    expand_fresh,
     first_violation,
     initial_level,
     limit_reached,
     smaller,
 )
+from kafkamc.checker.memory import peak_rss
 from kafkamc.checker.search import Limits, Result
 from kafkamc.checker.visited import FingerprintSet
 
@@ -71,83 +76,151 @@ class _Worker:
         self.model, self.suite = model, suite
         self.inboxes = inboxes
         self.visited = FingerprintSet()
-        self.frontier: list = []  # (key, State) of the newest level this worker owns
+        # The newest level this worker owns, compact (checker/frontier.py): each state's path
+        # key, and where its record (fingerprint, serial numbers) starts in `records`.
+        self.codec = Codec(model.fast)
+        self.keys: list[bytes] = []
+        self.slots = array("L")
+        self.records = array("Q")
         self.sent: list[set] = [set() for _ in range(n)]  # component fingerprints each peer already has
+        self.quiet: dict = {}  # unreached properties -> the suite's quiet test for them (level.expand_fresh)
 
     def start(self, entries: list) -> dict:
         """The initial states this worker owns: (fp, key, state), already deduplicated."""
         for fp, key, state in entries:
             self.visited.add(fp)
-            self.frontier.append((key, state))
-        return {"frontier": len(self.frontier)}
+            self.keys.append(key)
+            self.slots.append(len(self.records))
+            self.records.extend(self.codec.record(state, None))
+        return {"frontier": len(self.keys)}
+
+    def frontier(self, keys: list, slots: array, records: array) -> Iterator[tuple]:
+        """(key, state, known) of a level's states, in key order."""
+        rebuild, width = self.codec.state, self.codec.width
+        for i in sorted(range(len(keys)), key=keys.__getitem__):
+            at = slots[i]
+            yield (keys[i], *rebuild(records[at : at + width]))
 
     def level(self, args: tuple) -> dict:
         """Expand this worker's frontier, exchange successors with the peers, keep the new.
-        Past the deadline (a time limit) the expansion stops early: the level is cut short."""
+        Past the deadline (a time limit) the expansion stops early: the level is cut short.
+
+        The expansion is the local explorer's fused loop (level.expand_fresh): a successor
+        this worker has visited, or met before in this level with a smaller key, is screened
+        out before it is built; each other is yielded with the state invariant it breaks,
+        which travels with it to its owner. The frontier is expanded in key order, so the
+        first time a fingerprint comes out of the loop is its smallest key in this part."""
         unreached, deadline = args
         model, w, n = self.model, self.w, self.n
-        mine: dict = {}  # fp -> (key, state) for states this worker owns
-        out: list = [{} for _ in range(n)]
+        clock = time.process_time()
+        mine: dict = {}  # fp -> (key, broken invariant, slot in records) for states this worker owns
+        records = array("Q")  # those states' records (checker/frontier.py Codec)
+        out: list = [self._parcel() for _ in range(n)]  # what each peer is sent
         found = Findings()
-        seen, owner_of = self.visited.__contains__, partial(transport.owner_key, model)
-        for fp, k, nxt in expand_part(model, self.frontier, self.suite, unreached, found, deadline):
+        visited = self.visited
+        owner_of = partial(transport.owner_key, model)
+
+        # A successor goes into this worker's visited set the first time it comes out of the
+        # loop, whoever owns it: a state owned here is new then (it is kept, below), and one a
+        # peer owns has been sent to it, which keeps it or had it. Either way, meeting it
+        # again, in this level or a later one, is no news: the loop screens it out before
+        # building it, and it is not sent twice. (Peers' states cost this set 8 to 16 bytes each.)
+        frontier = self.frontier(self.keys, self.slots, self.records)
+        self.keys, self.slots, self.records = [], array("L"), records
+        record = self.codec.record
+        quiet = self.quiet.get(unreached)
+        if quiet is None and self.suite is not None:
+            quiet = self.quiet[unreached] = self.suite.quiet_step(list(unreached))
+        for fp, k, nxt, bad, known in expand_fresh(
+            model, frontier, self.suite, unreached, found, visited.__contains__, deadline, True, visited.add, quiet
+        ):
             owner = owner_of(nxt) % n
             if owner == w:
-                if seen(fp):
-                    continue
-                box = mine
+                mine[fp] = (k, bad, len(records))
+                records.extend(record(nxt, known))
             else:
-                box = out[owner]
-            known = box.get(fp)
-            if known is None or k < known[0]:
-                box[fp] = (k, nxt)
-        self.frontier = []
+                self._send(owner, out[owner], fp, k, nxt, bad)
+        expanded = time.process_time()
         for peer in range(n):
             if peer != w:
-                self.inboxes[peer].put((w, self._pack(peer, out[peer])))
+                components, fps, keys, broken = out[peer]
+                length = len(keys[0]) if keys else 0  # one level: every key has its length
+                self.inboxes[peer].put((w, (components, fps, b"".join(keys), length, broken)))
+        packed = time.process_time()
+        waited = unpacking = 0.0
         for _ in range(n - 1):
+            t = time.monotonic()
             try:
                 _, items = self.inboxes[w].get(timeout=PEER_TIMEOUT_S)
             except Empty:
                 raise WorkerFailed(f"worker {w}: no word from a peer for {PEER_TIMEOUT_S:g}s") from None
-            self._unpack(items, mine)
-        new, state_bad = 0, None
-        check_state = self.suite.check_state if self.suite is not None else (lambda s: None)
-        for fp, (k, state) in mine.items():
-            if not self.visited.add(fp):
-                continue
-            new += 1
-            bad = check_state(state)
+            waited += time.monotonic() - t
+            u = time.process_time()
+            self._unpack(items, mine, records)
+            unpacking += time.process_time() - u
+        new, state_bad = len(mine), None
+        for fp, (k, bad, slot) in mine.items():
+            visited.add(fp)  # those from peers; the rest are in already
             if bad:
                 state_bad = smaller(state_bad, (k, bad))
-            self.frontier.append((k, state))
-        return {"found": found, "new": new, "state_bad": state_bad, "visited_bytes": self.visited.nbytes}
+            self.keys.append(k)
+            self.slots.append(slot)
+        now = time.process_time()
+        times = {"expand": expanded - clock, "pack": packed - expanded, "unpack": unpacking, "wait": waited}
+        times["keep"] = now - packed - unpacking
+        return {
+            "found": found,
+            "new": new,
+            "state_bad": state_bad,
+            "visited_bytes": visited.nbytes,
+            "peak_rss": peak_rss(),
+            "cpu": now - clock,
+            "times": times,
+        }
 
-    def _pack(self, peer: int, box: dict) -> tuple:
-        """(components the peer lacks, [(fp, key, component fingerprints), ...])."""
-        shipped, sent = partial(transport.shipped, self.model), self.sent[peer]
-        components, states = [], []
-        for fp, (k, state) in box.items():
-            parts = shipped(state)
-            for cfp, kind, comp in parts:
-                if cfp not in sent:
-                    sent.add(cfp)
-                    components.append((kind, comp))
-            states.append((fp, k, tuple(cfp for cfp, _, _ in parts)))
-        return components, states
+    def _parcel(self) -> tuple:
+        """What is sent to one peer at the end of a level, filled as successors come out:
+        (components it lacks as (kind, component), each state's fingerprint then its
+        components' fingerprints in one array, their path keys (one length per level) in
+        a list joined on sending, {index: broken invariant}). No state object is kept: a
+        level's successors held as objects until the exchange cost more than the rest of a
+        worker's memory at three million states."""
+        return [], array("Q"), [], {}
 
-    def _unpack(self, items: tuple, mine: dict) -> None:
-        components, states = items
+    def _send(self, peer: int, parcel: tuple, fp: int, key: bytes, state, bad) -> None:
+        components, fps, keys, broken = parcel
+        sent = self.sent[peer]
+        fps.append(fp)
+        for cfp, kind, comp in transport.shipped(self.model, state):
+            if cfp not in sent:
+                sent.add(cfp)
+                components.append((kind, comp))
+            fps.append(cfp)
+        if bad:
+            broken[len(keys)] = bad
+        keys.append(key)
+
+    def _unpack(self, items: tuple, mine: dict, records: array) -> None:
+        """Keep what a peer sent this worker: each state it has not visited, unless it
+        already holds it under a smaller key (a replaced record is written over)."""
+        components, fps, keys, length, broken = items
+        record, width = self.codec.record, self.codec.width
         learn, assemble = partial(transport.learn, self.model), partial(transport.assemble, self.model)
         seen = self.visited.__contains__
         for kind, comp in components:
             learn(kind, comp)
-        for fp, k, cfps in states:
-            if seen(fp):
-                continue
+        for i in range(len(fps) // width):
+            fp, k, bad = fps[i * width], keys[i * length : (i + 1) * length], broken.get(i)
             known = mine.get(fp)
-            if known is None or k < known[0]:
-                mine[fp] = (k, assemble(cfps))
+            if known is None:
+                if seen(fp):
+                    continue  # visited at an earlier level
+                mine[fp] = (k, bad, len(records))
+                records.extend(record(assemble(fps[i * width + 1 : (i + 1) * width]), None))
+            elif k < known[0]:
+                slot = known[2]
+                records[slot : slot + width] = array("Q", record(assemble(fps[i * width + 1 : (i + 1) * width]), None))
+                mine[fp] = (k, bad, slot)
 
 
 def _die_with_parent() -> None:
@@ -303,6 +376,10 @@ class _Coordinator(Tally):
         self.generated += found.generated
         self.distinct += new
         self.visited_bytes = sum(r["visited_bytes"] for r in replies)
+        self.peak_rss = max(self.peak_rss, peak_rss() + sum(r["peak_rss"] for r in replies))
+        for w, r in enumerate(replies):
+            for what, seconds in r["times"].items():
+                self.cpu[w, what] = self.cpu.get((w, what), 0.0) + seconds
         self.coverage.update(found.coverage)
         for name in list(self.unreached):
             if name in found.reach:

@@ -154,6 +154,9 @@ class CheckRun:
             "collision_probability": r.collision_probability,
             "symmetry": self.config.symmetry,
             "visited_bytes_per_state": round(r.bytes_per_state, 1),
+            # peak resident memory summed over the search's processes (None: not measured)
+            "peak_rss_mib": round(r.peak_rss / 2**20, 1) if r.peak_rss else None,
+            "peak_bytes_per_state": round(r.peak_bytes_per_state, 1) if r.peak_rss else None,
             "coverage": self.coverage(),
             "never_fired": self.never_fired(),
             "left_off": self.left_off(),

@@ -12,7 +12,8 @@ import subprocess
 import pytest
 from kafkamc.checker.explorer import explore
 from kafkamc.checker.fast import FastModel
-from kafkamc.checker.progress import Progress, memory
+from kafkamc.checker.memory import memory
+from kafkamc.checker.progress import Progress
 from kafkamc.checker.search import progress_stats
 from kafkamc.cli.summary import bound_lines
 from kafkamc.invariants.suite import InvariantSuite
