@@ -15,14 +15,12 @@ from __future__ import annotations
 import hashlib
 import marshal
 from functools import reduce
-from itertools import islice
 from operator import xor
 from typing import NamedTuple
 
 from kafkamc.spec.state import FIELD_VALUES, as_tuple
 
 MASK64 = (1 << 64) - 1
-CACHE_LIMIT = 1 << 22  # entries per cache before its older half is dropped
 
 
 class Fresh(NamedTuple):
@@ -50,17 +48,6 @@ def component_fingerprint(tag: int, obj) -> int:
     """64 stable bits of one component's value; computed once per distinct value."""
     data = marshal.dumps((tag, as_tuple(obj)), 2)
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
-
-
-def store(cache: dict, key, value) -> None:
-    """Every cache is bounded: past CACHE_LIMIT entries its older half is dropped (a dict
-    keeps insertion order). The search meets states level by level, and a level's steps
-    are mostly those of the level before: the newer half keeps serving, where dropping
-    everything made the next level recompute them all."""
-    if len(cache) >= CACHE_LIMIT:
-        for old in list(islice(cache, len(cache) // 2)):
-            del cache[old]
-    cache[key] = value
 
 
 class Components:

@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from operator import attrgetter, itemgetter
 
-from kafkamc.checker.components import UNKNOWN, Components, Fresh, store
+from kafkamc.checker.budget import DEFAULT_MIB, CacheBudget, entries_for, store
+from kafkamc.checker.components import UNKNOWN, Components, Fresh
 from kafkamc.checker.outcomes import Outcomes, StepCache
 from kafkamc.checker.verify import EVERY, FIRST, FastPathError, check_candidates, check_observed, check_symmetry
 from kafkamc.spec import symmetry
@@ -31,7 +32,7 @@ stalled = attrgetter("stalled")
 class FastSuccessors:
     """Model.successors and Model.fingerprint through the caches; same results, same order."""
 
-    def __init__(self, model: Model, verify: float = 0.0):
+    def __init__(self, model: Model, verify: float = 0.0, cache_entries: int = entries_for(DEFAULT_MIB)):
         cfg = model.config
         self.model = model
         self.cfg = cfg
@@ -42,6 +43,7 @@ class FastSuccessors:
         self.verify_every = max(1, round(1 / verify)) if verify > 0 else 0
         self.expanded = 0
         self.caches: dict = {}  # action -> its StepCache
+        self.budget = CacheBudget(cache_entries)  # the StepCaches' entries (checker/budget.py)
         self.outcomes = Outcomes(self)
         self.tags = (0,) + (1,) * self.n + (2, 3)
         self.components = Components(self.tags)
@@ -92,7 +94,7 @@ class FastSuccessors:
     def cache_of(self, action) -> StepCache:
         sc = self.caches.get(action)
         if sc is None:
-            sc = self.caches[action] = StepCache()
+            sc = self.caches[action] = StepCache(budget=self.budget)
         return sc
 
     def _candidates_miss(self, state: State, comps: list, parts: list, b: int, key: tuple) -> tuple:
@@ -113,6 +115,7 @@ class FastSuccessors:
             sc = self.cache_of(a)
             fixed = None
             if sc.reads is None or sc.reads <= local:
+                sc.lookups += 1
                 entry = sc.store.get(sc.key(parts))
                 if entry is None:
                     outcomes, reads = self.outcomes.run(sc, state, comps, parts, a)
@@ -123,7 +126,7 @@ class FastSuccessors:
                     fixed = entry  # stored on the first level: its run read only the key
             out.append((a, type(a), fixed, sc))
         result = tuple(out)
-        store(self.cand_caches[b], key, result)
+        store(self.cand_caches[b], key, result, self.budget.dict_limit)
         return result
 
     def with_delta(self, comps: list, changes: list) -> tuple:
@@ -182,7 +185,7 @@ class FastSuccessors:
         if widened:
             key = self.observe_key(comps)
         out = [g, self.components.delta(G, comps[G], g), None, None, self.components.serial[id(g)]]
-        store(self.observe_cache, key, out)
+        store(self.observe_cache, key, out, self.budget.dict_limit)
         return out
 
     def transitions(self, state: State, is_new=None, quiet=None, fired=None, known=None):
@@ -251,6 +254,7 @@ class FastSuccessors:
                 if verify:
                     outcomes = self.outcomes.verified(sc, state, comps, parts, action, outcomes)
                 elif outcomes is None:
+                    sc.lookups += 1
                     outcomes = sc.store.get(sc.key(parts))
                     if outcomes.__class__ is StepCache:
                         outcomes = outcomes.store.get(outcomes.key(parts))
@@ -367,11 +371,16 @@ class FastModel:
     """
 
     def __init__(
-        self, config: Config, verify: float = 0.0, actions: tuple[Action, ...] | None = None, observation=None
+        self,
+        config: Config,
+        verify: float = 0.0,
+        actions: tuple[Action, ...] | None = None,
+        observation=None,
+        cache_entries: int = entries_for(DEFAULT_MIB),
     ):
         self.spec = Model(config, actions) if observation is None else Model(config, actions, observation=observation)
         self.config = self.spec.config
-        self.fast = FastSuccessors(self.spec, verify)
+        self.fast = FastSuccessors(self.spec, verify, cache_entries)
         self.in_order = tuple(range(1, self.config.rf + 1))
         # A cluster larger than the replication factor: the assignment moves (reassignment) and
         # the brokers outside it are relabelled too, so every successor is canonicalised.

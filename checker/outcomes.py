@@ -18,7 +18,7 @@ from collections.abc import Set as AbstractSet
 from operator import itemgetter
 from typing import Any
 
-from kafkamc.checker.components import store
+from kafkamc.checker.budget import CacheBudget, drop_older_half
 from kafkamc.checker.footprint import ObservingState, RecordingState, recorded
 from kafkamc.checker.verify import EVERY, FIRST, FastPathError, check_step, describe_outcomes
 from kafkamc.spec.rpc import RoundTrip
@@ -42,14 +42,21 @@ class StepCache:
     Determinism makes that sound: states that agree on the key run the same way up to
     their first read outside it, so they all read outside it."""
 
-    __slots__ = ("reads", "key", "store", "halves", "runs")
+    __slots__ = ("reads", "key", "store", "halves", "runs", "budget", "lookups", "tried", "skip")
 
-    def __init__(self, reads=None) -> None:
+    def __init__(self, reads=None, budget: CacheBudget | None = None) -> None:
         self.reads: frozenset | None = reads
         self.key = _no_parts if not reads else _getter(reads)
         self.store: dict = {}
         self.halves: tuple | None = None  # a RoundTrip's (handle, receive) StepCaches; kept on a rekey
         self.runs = 0  # misses so far (checker/verify.py spot-checks some of them)
+        # What the budget (checker/budget.py) weighs; a sub-cache has none: its parent counts.
+        self.budget = budget
+        self.lookups = 0  # since the budget's last sweep
+        self.tried = 0  # runs at the last sweep
+        self.skip = False  # stores nothing until the next sweep: it hit too rarely
+        if budget is not None:
+            budget.join(self)
 
     def _rekey(self, reads: frozenset) -> None:
         self.reads, self.key, self.store = reads, _getter(reads) if reads else _no_parts, {}
@@ -60,19 +67,41 @@ class StepCache:
         if mine is None or not mine <= reads:
             mine = frozenset(reads) if mine is None else mine & reads
             self._rekey(mine)
+        if self.skip:
+            return
         key = self.key(parts) if arg is None else (self.key(parts), arg)
         if len(reads) == len(mine):  # reads holds mine: they are equal
-            store(self.store, key, value)
-            return
-        extra = reads - mine
-        sub = self.store.get(key)
-        if sub.__class__ is not StepCache:
-            sub = StepCache(frozenset())
-            store(self.store, key, sub)
-        known = sub.reads or frozenset()
-        if not extra <= known:
-            sub._rekey(known | extra)
-        store(sub.store, sub.key(parts), value)
+            self.store[key] = value
+        else:
+            extra = reads - mine
+            sub = self.store.get(key)
+            if sub.__class__ is not StepCache:
+                sub = self.store[key] = StepCache(frozenset())
+            known = sub.reads or frozenset()
+            if not extra <= known:
+                sub._rekey(known | extra)
+            sub.store[sub.key(parts)] = value
+        if self.budget is not None:
+            self.budget.added()
+
+    # What the budget asks of a cache (checker/budget.py).
+
+    def size(self) -> int:
+        """Outcomes held, in sub-caches too."""
+        return sum(len(v.store) if v.__class__ is StepCache else 1 for v in self.store.values())
+
+    def period_misses(self) -> int:
+        return self.runs - self.tried
+
+    def new_period(self) -> None:
+        self.lookups, self.tried = 0, self.runs
+
+    def empty(self) -> None:
+        self.store = {}
+
+    def drop_older_half(self) -> int:
+        """Drop the older half of the entries; the outcomes dropped."""
+        return sum(len(v.store) if v.__class__ is StepCache else 1 for v in drop_older_half(self.store))
 
 
 def _getter(reads):
@@ -119,7 +148,7 @@ class Outcomes:
             check_step(self.fast.model, state, action, self.fast.model.unobserved_step(state, action))
         if step.__class__ is RoundTrip:
             if sc.halves is None:
-                sc.halves = (StepCache(), StepCache())
+                sc.halves = (StepCache(budget=sc.budget), StepCache(budget=sc.budget))
             return self._round_trip(step, sc.halves, state, comps, parts, action)
         reads: set = set()
         out = step(self.cfg, RecordingState.of(state, reads), action)
@@ -165,11 +194,13 @@ class Outcomes:
             return (), reads
         # The other side handles the request: (its outcome, the response, the key parts it patches).
         handle, receive = halves
+        handle.lookups += 1
         entry: Any = handle.store.get((handle.key(parts), request))  # the entry, on either level
         below: AbstractSet[int] = NOTHING
         if entry.__class__ is StepCache:
             entry, below = entry.store.get(entry.key(parts)), entry.reads
         if entry is None:
+            handle.runs += 1
             ran: set[int] = set()
             below = ran
             mid, response = rt.handle(cfg, RecordingState.of(state, ran), action, request)
@@ -182,11 +213,13 @@ class Outcomes:
         for p, v in patch:
             mid_parts[p] = v
         # The sender handles the response.
+        receive.lookups += 1
         then: Any = receive.store.get((receive.key(mid_parts), response))
         below = NOTHING
         if then.__class__ is StepCache:
             then, below = then.store.get(then.key(mid_parts)), then.reads
         if then is None:
+            receive.runs += 1
             mid_comps = comps.copy()
             for i, x, _ in first[0]:
                 mid_comps[i] = x

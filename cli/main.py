@@ -8,6 +8,7 @@ import signal
 import sys
 
 import click
+from kafkamc.checker.budget import DEFAULT_MIB
 from kafkamc.checker.explorer import STRATEGIES, Limits
 from kafkamc.checker.verify import FastPathError
 from kafkamc.cli.common import (
@@ -18,10 +19,8 @@ from kafkamc.cli.common import (
     SPARK_ONLY,
     UsageProblem,
     build_config,
-    build_protocol,
     config_options,
     help_when_bare,
-    make_console,
     only_with,
     positive,
     properties_option,
@@ -37,7 +36,6 @@ from kafkamc.invariants.liveness import is_liveness
 from kafkamc.invariants.properties import PropertiesError, PropertyFile
 from kafkamc.jobs.run import run_check
 from kafkamc.spec.config import ConfigError
-from kafkamc.spec.protocol import ERAS, NEWEST, PRESETS, RULES
 from kafkamc.traces.trace import TraceError
 
 
@@ -94,6 +92,15 @@ def cli(ctx):
     show_default=True,
     help="local: the fast path, in one process or --workers; reference: a plain BFS over the step "
     "functions with no cache (the oracle, slow); spark: BFS partitioned across Spark executors",
+)
+@click.option(
+    "--cache-mib",
+    type=float,
+    default=DEFAULT_MIB,
+    show_default=True,
+    metavar="MIB",
+    help="per process, the memory the step caches may hold (at about 400 bytes an entry); past it "
+    "the caches that hit least are emptied first. Smaller saves memory and costs step runs, never states",
 )
 @click.option(
     "--verify",
@@ -156,6 +163,7 @@ def check(
     liveness,
     workers,
     engine,
+    cache_mib,
     verify,
     spark_master,
     partitions,
@@ -173,7 +181,12 @@ def check(
     cfg = build_config(config_flags)
     simulate = simulation_settings(config_flags)  # cli/simulate.py: random walks in place of the search
     workers = workers_setting(workers, strategy, engine)
-    for name, value in (("--max-states", max_states), ("--max-depth", max_depth), ("--time-limit", time_limit)):
+    for name, value in (
+        ("--max-states", max_states),
+        ("--max-depth", max_depth),
+        ("--time-limit", time_limit),
+        ("--cache-mib", cache_mib),
+    ):
         positive(name, value)
     writable("--trace-out", trace_out)
     only_with(click.get_current_context(), "--engine spark", engine == "spark", SPARK_ONLY)
@@ -208,6 +221,7 @@ def check(
         liveness=liveness,
         simulate=simulate,
         verify=verify or 0.0,
+        cache_mib=cache_mib,
     )
     if as_json:
         click.echo(json.dumps(run.summary(), indent=1))
@@ -232,6 +246,7 @@ def _run_spark_safely(
     liveness=False,
     simulate=None,
     verify=0.0,
+    cache_mib=DEFAULT_MIB,
 ):
     """A worker or a Spark that fails is bad input for this machine: one line, exit 2."""
     from kafkamc.checker.workers import WorkerFailed
@@ -249,6 +264,7 @@ def _run_spark_safely(
             liveness=liveness,
             simulate=simulate,
             verify=verify,
+            cache_mib=cache_mib,
             **engine,
         )
 
@@ -266,128 +282,6 @@ def _run_spark_safely(
     except SparkJobFailed as e:
         # Spark already retried the failed tasks; the Java detail is in the Spark log file.
         raise UsageProblem(f"a Spark job failed after its retries: {e}") from None
-
-
-@cli.command("protocols")
-@click.option("--json", "as_json", is_flag=True, help="print the presets as JSON")
-def list_protocols(as_json):
-    """List the era presets and the protocol rules each one sets."""
-    if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "rules": [
-                        {
-                            "name": r.name,
-                            "values": list(r.values),
-                            "meaning": r.meaning,
-                            "changes": [{"value": v, "release": rel, "ref": ref} for v, rel, ref in r.changes],
-                            "proposed": [{"value": v, "ref": ref} for v, ref in r.proposed],
-                        }
-                        for r in RULES
-                    ],
-                    "presets": {e: PRESETS[e].to_dict() for e in ERAS},
-                    "newest": NEWEST,
-                },
-                indent=1,
-            )
-        )
-        return EXIT_HOLDS
-    console = make_console()
-    console.print("[bold]rules[/bold] (--rule NAME=VALUE), oldest behaviour first:")
-    for r in RULES:
-        history = "; ".join(
-            [f"{v} since {rel} ({ref})" for v, rel, ref in r.changes]
-            + [f"{v} proposed, in no release ({ref})" for v, ref in r.proposed]
-        )
-        console.print(f"  [bold]{r.name}[/bold] = {' | '.join(r.values)}: {r.meaning}. {history}.")
-    console.print("[bold]presets[/bold] (--protocol ERA), each as the rules that differ from the newest:")
-    newest = PRESETS[NEWEST]
-    for e in ERAS:
-        diff = PRESETS[e].differences(newest)
-        text = ", ".join(f"{k}={v}" for k, v in diff.items()) if diff else "every rule at its newest behaviour"
-        console.print(f"  [bold]{e}[/bold]{' (newest, the default)' if e == NEWEST else ''}: {text}")
-    return EXIT_HOLDS
-
-
-@cli.command("durability")
-@click.option(
-    "--max-rf",
-    type=click.IntRange(1, 3),
-    default=3,
-    show_default=True,
-    help="compute rows for RF 1 up to this (RF 3 takes minutes)",
-)
-@click.option("--protocol", "era", default=NEWEST, show_default=True, metavar="ERA", help="protocol preset")
-@click.option("--json", "as_json", is_flag=True, help="print the cells as JSON")
-def durability(max_rf, era, as_json):
-    """Compute the RF x min.insync.replicas durability table with the checker."""
-    from kafkamc.jobs.durability import durability_table
-    from rich.table import Table
-
-    protocol = build_protocol(era, (), None)
-    console = make_console(stderr=True)
-
-    def show(c):
-        if not as_json:
-            console.print(
-                f"rf={c.rf} minisr={c.minisr}: writes through {c.writes}, "
-                f"no acked loss through {c.durable} ({c.states:,} states)"
-            )
-
-    cells = durability_table(rfs=tuple(range(1, max_rf + 1)), protocol=protocol, on_cell=show)
-    if as_json:
-        click.echo(json.dumps([c.to_dict() for c in cells], indent=1))
-        return EXIT_HOLDS
-    table = Table(title=f"durability, computed (protocol {protocol.era()})")
-    for col in (
-        "RF",
-        "min ISR",
-        "eventually answers every acks=all write with k brokers down for good (liveness)",
-        "loses no acknowledged write through the loss of k brokers",
-        "seed table (writes / no loss)",
-    ):
-        table.add_column(col)
-    for c in cells:
-        table.add_row(str(c.rf), str(c.minisr), str(c.writes), str(c.durable), f"{c.seed_writes} / {c.seed_durable}")
-    make_console().print(table)
-    return EXIT_HOLDS
-
-
-@cli.command("tradeoff")
-@click.option(
-    "--max-rf",
-    type=click.IntRange(2, 3),
-    default=2,
-    show_default=True,
-    help="compute rows for RF 2 up to this (RF 3 takes about twenty minutes)",
-)
-@click.option("--json", "as_json", is_flag=True, help="print the cells as JSON")
-def tradeoff(max_rf, as_json):
-    """Compute KIP-966's trade-off: can the partition stay offline with a replica up, can
-    committed data be lost, per RF x min ISR with ELR and unclean election on and off."""
-    from kafkamc.jobs.tradeoff import tradeoff_table
-    from rich.table import Table
-
-    console = make_console(stderr=True)
-    yes_no = {True: "yes", False: "no", None: "undecided"}
-
-    def show(c):
-        if not as_json:
-            console.print(f"{c.flags()}: offline {yes_no[c.offline]}, loses {yes_no[c.loses]} ({c.states:,} states)")
-
-    cells = tradeoff_table(rfs=tuple(range(2, max_rf + 1)), on_cell=show)
-    if as_json:
-        click.echo(json.dumps([c.to_dict() for c in cells], indent=1))
-        return EXIT_HOLDS
-    table = Table(title="KIP-966 trade-off, computed (protocol " + NEWEST + ", ELR rule switched)")
-    for col in ("RF", "min ISR", "ELR", "unclean", "offline forever with a replica up", "committed data lost"):
-        table.add_column(col)
-    for c in cells:
-        on = {True: "on", False: "off"}
-        table.add_row(str(c.rf), str(c.minisr), on[c.elr], on[c.unclean], yes_no[c.offline], yes_no[c.loses])
-    make_console().print(table)
-    return EXIT_HOLDS
 
 
 @cli.command("invariants")
@@ -444,14 +338,16 @@ def bench(as_json, everything, names):
     return EXIT_HOLDS
 
 
-# Commands that live in their own modules (traces, graphs, the CI gate).
+# Commands that live in their own modules (traces, the CI gate, conformance, the tables).
 from kafkamc.cli import conform as _conform  # noqa: E402
 from kafkamc.cli import gate as _gate  # noqa: E402
+from kafkamc.cli import tables as _tables  # noqa: E402
 from kafkamc.cli import trace_cli as _trace_cli  # noqa: E402
 
 _trace_cli.register(cli)
 _gate.register(cli)
 _conform.register(cli)
+_tables.register(cli)
 
 
 def main(argv=None) -> None:

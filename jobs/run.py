@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from kafkamc.checker.budget import DEFAULT_MIB, entries_for
 from kafkamc.checker.explorer import explore
 from kafkamc.checker.fast import FastModel
 from kafkamc.checker.liveness import LivenessReport, ReferenceGraph, check_liveness, symmetry_for_liveness
@@ -216,6 +217,7 @@ def run_check(
     liveness: bool = False,
     simulate: Simulation | None = None,
     verify: float = 0.0,
+    cache_mib: float = DEFAULT_MIB,
 ) -> CheckRun:
     """Explore; `reach` names reachability properties to search for (stop once all are seen).
 
@@ -224,12 +226,12 @@ def run_check(
     `liveness`, or a liveness property among `invariants`, the liveness properties are checked
     after a safety pass that holds (checker/liveness.py); with only liveness properties named,
     there is no safety pass. `verify`: the share of expanded states checked against the spec
-    (checker/verify.py)."""
+    (checker/verify.py). `cache_mib`: the step caches' budget per process (checker/budget.py)."""
     live = None if invariants is None else [n for n in invariants if is_liveness(n)]
     if live:
         invariants = [n for n in invariants if not is_liveness(n)]
     only_liveness = bool(live) and not invariants
-    model = Model(cfg) if reference else FastModel(cfg, verify=verify)
+    model = Model(cfg) if reference else FastModel(cfg, verify=verify, cache_entries=entries_for(cache_mib))
     suite = InvariantSuite(cfg, invariants, properties)
     known = [name for name, _ in suite.reach_functions()]
     for name in reach:

@@ -1,0 +1,102 @@
+"""One bound on the entries of a process's step caches, spent where the hits are.
+
+The step caches (checker/outcomes.py StepCache, one per action and per RoundTrip half)
+grew with the search: at three million states they held 1.71 million entries, about
+400 bytes each, and one of them (BrokerCrash, whose unclean run reads every broker) held
+1.14 million that were hardly ever hit. Each cache counts its lookups and its misses; when
+the entries of all of them pass the budget, the sweep ranks the caches by hits per entry
+since the last sweep and frees the least useful until the entries are half the budget: a
+cache that hit on fewer than one lookup in LOW is emptied and stores nothing until the next
+sweep (then it is tried again); any other loses its older half (a dict keeps insertion
+order, and a level's steps are mostly those of the level before). A sweep also comes every
+quarter of the budget stored, over it or not, so a cache that hardly hits is emptied early.
+An entry is an outcome, so dropping one costs a step run later, never a state.
+
+The plain dict caches (the observe cache, the candidates per broker) are kept in check by
+`store` alone: each drops its older half past its own share of the budget.
+"""
+
+from __future__ import annotations
+
+from itertools import islice
+
+ENTRY_BYTES = 400  # an outcome entry with its key and tuples, measured at the default check
+DEFAULT_MIB = 384  # per process: the default check's caches fit whole (620,615 entries)
+LOW = 20  # a cache hitting on fewer than 1 lookup in LOW is not worth its entries
+
+
+def entries_for(mib: float) -> int:
+    """The budget in entries for a budget in MiB (at ENTRY_BYTES an entry)."""
+    return max(1024, int(mib * 2**20 / ENTRY_BYTES))
+
+
+class CacheBudget:
+    """The step caches of one process (members) and the bound on their entries."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.dict_limit = max(1024, limit // 4)  # for each plain dict cache (store)
+        self.entries = 0  # stored since the last sweep counted them: an upper bound
+        self.next_sweep = max(1024, limit // 4)
+        self.members: list = []
+        self.sweeps = 0
+        self.emptied = 0  # caches emptied for few hits, over all sweeps
+
+    def join(self, cache) -> None:
+        self.members.append(cache)
+
+    def added(self) -> None:
+        self.entries += 1
+        if self.entries >= self.next_sweep:
+            self.sweep()
+
+    def sweep(self) -> None:
+        """Count the entries, empty the caches that hardly hit, and past the budget free the
+        least useful (module docstring)."""
+        self.sweeps += 1
+        sizes = []
+        total = 0
+        for cache in self.members:
+            cache.skip = False  # skipped for the period now ending: tried again
+            size = cache.size()
+            if size and (cache.lookups - cache.period_misses()) * LOW < cache.lookups:
+                cache.empty()
+                cache.skip = True
+                self.emptied += 1
+                size = 0
+            total += size
+            sizes.append((cache, size))
+        target = self.limit // 2
+        if total > self.limit:
+            ranked = [cache for cache, _ in sorted(sizes, key=_hits_per_entry)]
+            dropped = 1
+            while total > target and dropped:  # halve the least useful first, round after round
+                dropped = 0
+                for cache in ranked:
+                    if total <= target:
+                        break
+                    freed = cache.drop_older_half()
+                    dropped += freed
+                    total -= freed
+        for cache in self.members:
+            cache.new_period()
+        self.entries = total
+        self.next_sweep = total + max(1024, self.limit // 4)
+
+
+def _hits_per_entry(pair: tuple) -> float:
+    cache, size = pair
+    return (cache.lookups - cache.period_misses()) / size if size else 0.0
+
+
+def store(cache: dict, key, value, limit: int) -> None:
+    """A plain dict cache's own bound: past `limit` entries its older half is dropped."""
+    if len(cache) >= limit:
+        drop_older_half(cache)
+    cache[key] = value
+
+
+def drop_older_half(store: dict) -> list:
+    """Delete the first half of a dict's keys (its older entries); return the values dropped."""
+    old = list(islice(store, len(store) // 2))
+    return [store.pop(key) for key in old]

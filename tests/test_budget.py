@@ -1,0 +1,81 @@
+"""The step caches' budget (checker/budget.py): which entries it frees, and that freeing
+them never changes what the search finds."""
+
+from __future__ import annotations
+
+import pytest
+from kafkamc.checker.budget import CacheBudget, entries_for
+from kafkamc.checker.explorer import explore
+from kafkamc.checker.fast import FastModel
+from kafkamc.checker.outcomes import StepCache
+from kafkamc.checker.workers import explore_workers
+from kafkamc.invariants.suite import InvariantSuite
+from kafkamc.spec.config import Config
+
+
+def _fill(cache: StepCache, keys: range, hits: int = 0) -> None:
+    """One entry per key (a miss, then stored), each looked up `hits` times more."""
+    for k in keys:
+        cache.lookups += 1 + hits
+        cache.runs += 1
+        cache.put([k], ("outcome", k), {0})
+
+
+def test_a_sweep_empties_a_cache_that_hardly_hits_and_skips_it_for_one_period():
+    budget = CacheBudget(1 << 20)  # the first sweep after 262,144 entries: these sweeps are by hand
+    useless, useful, busy = (StepCache(budget=budget) for _ in range(3))
+    _fill(useless, range(1000))
+    _fill(useful, range(1000), hits=1)
+    _fill(busy, range(2000), hits=4)
+    budget.sweep()  # under the budget: only the cache that hit on fewer than 1 lookup in 20 goes
+    assert (useless.size(), useful.size(), busy.size()) == (0, 1000, 2000)
+    assert useless.skip and budget.emptied == 1 and budget.entries == 3000
+    _fill(useless, range(500))  # it still runs its steps, and stores nothing
+    assert useless.size() == 0 and budget.entries == 3000
+    budget.sweep()
+    assert not useless.skip  # tried again in the next period
+    _fill(useless, range(500))
+    assert useless.size() == 500
+
+
+def test_past_the_budget_the_caches_with_fewest_hits_per_entry_lose_their_older_half_first():
+    budget = CacheBudget(1 << 20)
+    useful, busy = StepCache(budget=budget), StepCache(budget=budget)
+    _fill(useful, range(1000), hits=1)
+    _fill(busy, range(2000), hits=4)
+    budget.limit = 2000  # 3,000 held: down to half the budget, 1,000
+    budget.sweep()
+    # Round one halves useful (1 hit an entry), then busy (4); round two the same: 250 + 500.
+    assert (useful.size(), busy.size()) == (250, 500)
+    assert next(iter(useful.store)) == 750  # the newer entries stay
+
+
+def test_a_dict_cache_drops_its_older_half_past_its_share():
+    from kafkamc.checker.budget import store
+
+    cache: dict = {}
+    for k in range(10):
+        store(cache, k, k, limit=4)
+    assert list(cache) == [6, 7, 8, 9]  # 0-3 filled, 2-4, 4-6, 6-9 (each halving drops the oldest)
+
+
+CONFIGS = [
+    (dict(rf=2, minisr=2), 9291),
+    (dict(rf=2, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1), 4774),
+    pytest.param(dict(rf=3, minisr=2), 541729, marks=pytest.mark.slow),  # the default check
+]
+
+
+@pytest.mark.parametrize("settings, pinned", CONFIGS)
+def test_a_tiny_budget_finds_the_same_states(settings, pinned):
+    """The smallest budget (1,024 entries, swept every 1,024) empties and halves caches all the
+    search long: the states found, depth and verdict are those of the default budget."""
+    cfg = Config(**settings).validated()
+    full = explore(FastModel(cfg), InvariantSuite(cfg))
+    tiny = FastModel(cfg, cache_entries=entries_for(0))
+    small = explore(tiny, InvariantSuite(cfg))
+    assert tiny.fast.budget.sweeps >= 5 and tiny.fast.budget.emptied > 0
+    assert (small.verdict, small.distinct_states, small.depth) == (full.verdict, full.distinct_states, full.depth)
+    assert full.distinct_states == pinned  # tests/test_pinned.py
+    two = explore_workers(FastModel(cfg, cache_entries=entries_for(0)), InvariantSuite(cfg), 2)
+    assert (two.verdict, two.distinct_states, two.depth) == (full.verdict, full.distinct_states, full.depth)
