@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
+from collections.abc import Iterator
 
+from kafkamc.checker.visited import FingerprintMap
 from kafkamc.spec.state import State
 
 CHUNK = 1 << 12  # records per array: a level's queue grows and drains an array at a time
@@ -161,3 +163,55 @@ def queue_for(model, lifo: bool = False):
     if fast is not None and hasattr(getattr(fast, "components", None), "by_serial"):
         return CompactQueue(fast, lifo)
     return ObjectQueue(lifo)
+
+
+class Kept:
+    """The states one worker keeps as its next frontier (checker/workers.py), compact: their
+    fingerprints in order, an index from fingerprint to position (FingerprintMap), their path
+    keys in one buffer (a level's keys all have one length), their Codec records, and the
+    state invariants the few that break one break. A dict from fingerprint to (key, invariant,
+    slot) cost about 200 bytes a state, held for the widest level."""
+
+    def __init__(self, width: int):
+        self.width = width
+        self.index: FingerprintMap | None = FingerprintMap()  # dropped once the level is kept
+        self.fps = array("Q")
+        self.keys = bytearray()
+        self.length = 0  # of every key
+        self.records = array("Q")
+        self.broken: dict = {}  # position -> the state invariant it breaks
+
+    def __len__(self) -> int:
+        return len(self.fps)
+
+    def key(self, i: int) -> bytes:
+        return bytes(self.keys[i * self.length : (i + 1) * self.length])
+
+    def add(self, fp: int, key: bytes, bad, record) -> None:
+        i = len(self.fps)
+        if not i:
+            self.length = len(key)
+        elif len(key) != self.length:
+            raise AssertionError(f"path keys of one level differ in length: {len(key)} and {self.length}")
+        assert self.index is not None
+        self.index.put(fp, i)
+        self.fps.append(fp)
+        self.keys += key
+        self.records.extend(record)
+        if bad:
+            self.broken[i] = bad
+
+    def replace(self, i: int, key: bytes, bad, record) -> None:
+        """The state at position i, met again under a smaller key."""
+        self.keys[i * self.length : (i + 1) * self.length] = key
+        self.records[i * self.width : (i + 1) * self.width] = array("Q", record)
+        if bad:
+            self.broken[i] = bad
+        else:
+            self.broken.pop(i, None)
+
+    def in_key_order(self) -> Iterator[tuple[bytes, array]]:
+        """(key, record) of every state kept, smallest key first."""
+        width, records = self.width, self.records
+        for i in sorted(range(len(self.fps)), key=self.key):
+            yield self.key(i), records[i * width : (i + 1) * width]

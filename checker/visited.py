@@ -107,3 +107,45 @@ class Nodes:
     @property
     def nbytes(self) -> int:
         return self.parent.itemsize * len(self.parent) + self.index.itemsize * len(self.index)
+
+
+class FingerprintMap(FingerprintSet):
+    """A FingerprintSet with a 32-bit value beside each fingerprint: 12 bytes a slot, where a
+    dict from fingerprint to a small int costs about 100 bytes an entry."""
+
+    def __init__(self, capacity: int = 1 << 12):
+        super().__init__(capacity)
+        self.values = array("L", [0]) * capacity
+
+    def _slot(self, fp: int) -> int:
+        """Where fp is, or the empty slot where it would go."""
+        table, mask = self.table, self.mask
+        i = (fp ^ (fp >> 29)) & mask
+        while True:
+            v = table[i]
+            if v == fp or v == EMPTY:
+                return i
+            i = (i + 1) & mask
+
+    def get(self, fp: int) -> int | None:
+        i = self._slot(fp or 1)
+        return self.values[i] if self.table[i] != EMPTY else None
+
+    def put(self, fp: int, value: int) -> None:
+        fp = fp or 1
+        i = self._slot(fp)
+        self.values[i] = value
+        if self.table[i] == EMPTY:
+            self.table[i] = fp
+            self.count += 1
+            if self.count > self.limit:
+                self._grow()
+
+    def _grow(self) -> None:
+        pairs = [(fp, v) for fp, v in zip(self.table, self.values, strict=True) if fp != EMPTY]
+        size = 2 * len(self.table)
+        self.table, self.mask, self.limit = array("Q", [EMPTY]) * size, size - 1, int(size * MAX_LOAD)
+        self.values = array("L", [0]) * size
+        for fp, v in pairs:
+            i = self._slot(fp)
+            self.table[i], self.values[i] = fp, v

@@ -42,7 +42,7 @@ from queue import Empty
 
 import kafkamc.checker.transport as transport
 from kafkamc.checker.contract import SearchModel
-from kafkamc.checker.frontier import Codec
+from kafkamc.checker.frontier import Codec, Kept
 from kafkamc.checker.level import (
     Findings,
     Tally,
@@ -79,9 +79,7 @@ class _Worker:
         # The newest level this worker owns, compact (checker/frontier.py): each state's path
         # key, and where its record (fingerprint, serial numbers) starts in `records`.
         self.codec = Codec(model.fast)
-        self.keys: list[bytes] = []
-        self.slots = array("L")
-        self.records = array("Q")
+        self.kept = Kept(self.codec.width)
         self.sent: list[set] = [set() for _ in range(n)]  # component fingerprints each peer already has
         self.quiet: dict = {}  # unreached properties -> the suite's quiet test for them (level.expand_fresh)
 
@@ -89,17 +87,15 @@ class _Worker:
         """The initial states this worker owns: (fp, key, state), already deduplicated."""
         for fp, key, state in entries:
             self.visited.add(fp)
-            self.keys.append(key)
-            self.slots.append(len(self.records))
-            self.records.extend(self.codec.record(state, None))
-        return {"frontier": len(self.keys)}
+            self.kept.add(fp, key, None, self.codec.record(state, None))
+        self.kept.index = None
+        return {"frontier": len(self.kept)}
 
-    def frontier(self, keys: list, slots: array, records: array) -> Iterator[tuple]:
+    def frontier(self, kept: Kept) -> Iterator[tuple]:
         """(key, state, known) of a level's states, in key order."""
-        rebuild, width = self.codec.state, self.codec.width
-        for i in sorted(range(len(keys)), key=keys.__getitem__):
-            at = slots[i]
-            yield (keys[i], *rebuild(records[at : at + width]))
+        rebuild = self.codec.state
+        for key, record in kept.in_key_order():
+            yield (key, *rebuild(record))
 
     def level(self, args: tuple) -> dict:
         """Expand this worker's frontier, exchange successors with the peers, keep the new.
@@ -113,8 +109,7 @@ class _Worker:
         unreached, deadline = args
         model, w, n = self.model, self.w, self.n
         clock = time.process_time()
-        mine: dict = {}  # fp -> (key, broken invariant, slot in records) for states this worker owns
-        records = array("Q")  # those states' records (checker/frontier.py Codec)
+        mine = Kept(self.codec.width)  # the successors this worker owns
         out: list = [self._parcel() for _ in range(n)]  # what each peer is sent
         found = Findings()
         visited = self.visited
@@ -125,8 +120,7 @@ class _Worker:
         # peer owns has been sent to it, which keeps it or had it. Either way, meeting it
         # again, in this level or a later one, is no news: the loop screens it out before
         # building it, and it is not sent twice. (Peers' states cost this set 8 to 16 bytes each.)
-        frontier = self.frontier(self.keys, self.slots, self.records)
-        self.keys, self.slots, self.records = [], array("L"), records
+        frontier = self.frontier(self.kept)
         record = self.codec.record
         quiet = self.quiet.get(unreached)
         if quiet is None and self.suite is not None:
@@ -136,16 +130,15 @@ class _Worker:
         ):
             owner = owner_of(nxt) % n
             if owner == w:
-                mine[fp] = (k, bad, len(records))
-                records.extend(record(nxt, known))
+                mine.add(fp, k, bad, record(nxt, known))
             else:
                 self._send(owner, out[owner], fp, k, nxt, bad)
         expanded = time.process_time()
         for peer in range(n):
             if peer != w:
                 components, fps, keys, broken = out[peer]
-                length = len(keys[0]) if keys else 0  # one level: every key has its length
-                self.inboxes[peer].put((w, (components, fps, b"".join(keys), length, broken)))
+                length = len(keys) * self.codec.width // len(fps) if fps else 0  # one level: one key length
+                self.inboxes[peer].put((w, (components, fps, bytes(keys), length, broken)))
         packed = time.process_time()
         waited = unpacking = 0.0
         for _ in range(n - 1):
@@ -156,15 +149,15 @@ class _Worker:
                 raise WorkerFailed(f"worker {w}: no word from a peer for {PEER_TIMEOUT_S:g}s") from None
             waited += time.monotonic() - t
             u = time.process_time()
-            self._unpack(items, mine, records)
+            self._unpack(items, mine)
             unpacking += time.process_time() - u
         new, state_bad = len(mine), None
-        for fp, (k, bad, slot) in mine.items():
+        for fp in mine.fps:
             visited.add(fp)  # those from peers; the rest are in already
-            if bad:
-                state_bad = smaller(state_bad, (k, bad))
-            self.keys.append(k)
-            self.slots.append(slot)
+        for i, bad in mine.broken.items():
+            state_bad = smaller(state_bad, (mine.key(i), bad))
+        mine.index = None
+        self.kept = mine
         now = time.process_time()
         times = {"expand": expanded - clock, "pack": packed - expanded, "unpack": unpacking, "wait": waited}
         times["keep"] = now - packed - unpacking
@@ -182,25 +175,25 @@ class _Worker:
         """What is sent to one peer at the end of a level, filled as successors come out:
         (components it lacks as (kind, component), each state's fingerprint then its
         components' fingerprints in one array, their path keys (one length per level) in
-        a list joined on sending, {index: broken invariant}). No state object is kept: a
+        one buffer, {index: broken invariant}). No state object is kept: a
         level's successors held as objects until the exchange cost more than the rest of a
         worker's memory at three million states."""
-        return [], array("Q"), [], {}
+        return [], array("Q"), bytearray(), {}
 
     def _send(self, peer: int, parcel: tuple, fp: int, key: bytes, state, bad) -> None:
         components, fps, keys, broken = parcel
         sent = self.sent[peer]
+        if bad:
+            broken[len(fps) // self.codec.width] = bad
         fps.append(fp)
         for cfp, kind, comp in transport.shipped(self.model, state):
             if cfp not in sent:
                 sent.add(cfp)
                 components.append((kind, comp))
             fps.append(cfp)
-        if bad:
-            broken[len(keys)] = bad
-        keys.append(key)
+        keys += key
 
-    def _unpack(self, items: tuple, mine: dict, records: array) -> None:
+    def _unpack(self, items: tuple, mine: Kept) -> None:
         """Keep what a peer sent this worker: each state it has not visited, unless it
         already holds it under a smaller key (a replaced record is written over)."""
         components, fps, keys, length, broken = items
@@ -209,18 +202,17 @@ class _Worker:
         seen = self.visited.__contains__
         for kind, comp in components:
             learn(kind, comp)
+        index = mine.index
+        assert index is not None
         for i in range(len(fps) // width):
             fp, k, bad = fps[i * width], keys[i * length : (i + 1) * length], broken.get(i)
-            known = mine.get(fp)
-            if known is None:
+            at = index.get(fp)
+            if at is None:
                 if seen(fp):
                     continue  # visited at an earlier level
-                mine[fp] = (k, bad, len(records))
-                records.extend(record(assemble(fps[i * width + 1 : (i + 1) * width]), None))
-            elif k < known[0]:
-                slot = known[2]
-                records[slot : slot + width] = array("Q", record(assemble(fps[i * width + 1 : (i + 1) * width]), None))
-                mine[fp] = (k, bad, slot)
+                mine.add(fp, k, bad, record(assemble(fps[i * width + 1 : (i + 1) * width]), None))
+            elif k < mine.key(at):
+                mine.replace(at, k, bad, record(assemble(fps[i * width + 1 : (i + 1) * width]), None))
 
 
 def _die_with_parent() -> None:

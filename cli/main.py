@@ -99,7 +99,7 @@ def cli(ctx):
     default=DEFAULT_MIB,
     show_default=True,
     metavar="MIB",
-    help="per process, the memory the step caches may hold (at about 400 bytes an entry); past it "
+    help="per process, the memory the step caches may hold (at about 700 bytes an entry); past it "
     "the caches that hit least are emptied first. Smaller saves memory and costs step runs, never states",
 )
 @click.option(

@@ -23,6 +23,11 @@ BENCH_CONFIG = Config()  # the default check: `kafkamc check --rf 3 --minisr 2`
 # Past a million distinct states (reduced; six times as many unreduced): rf 3, min ISR 2,
 # two records, two clean shutdowns, two ISR shrinks.
 LARGE_CONFIG = Config(rf=3, minisr=2, max_records=2, max_clean_shutdowns=2, max_hard_crashes=0, max_isr_shrinks=2)
+# Issue 33's thorough checks, each cut at TEN_MILLION distinct states (neither is exhausted
+# within that): a fenced zombie; a rolling restart's controlled shutdown.
+FENCES_CONFIG = Config(rf=3, minisr=2, max_fences=1)
+SHUTDOWNS_CONFIG = Config(rf=3, minisr=2, max_controlled_shutdowns=1)
+TEN_MILLION = 10_000_000
 
 # name -> (config, engine). The engines: "local" (one process), "workers[N]" (--workers N),
 # "spark-local[T]" (Spark local mode with T threads and T partitions), "simulate" (--simulate
@@ -40,7 +45,12 @@ RUNS = {
     "large-spark-local[2]": (LARGE_CONFIG, "spark-local[2]"),
     "large-no-symmetry": (replace(LARGE_CONFIG, symmetry=False), "local"),
     "simulate-default": (BENCH_CONFIG, "simulate"),
+    "liveness-default": (BENCH_CONFIG, "liveness"),
+    "liveness-default-workers[2]": (BENCH_CONFIG, "liveness-workers[2]"),
+    "fences-workers[2]": (FENCES_CONFIG, "workers[2]"),
+    "shutdowns-workers[2]": (SHUTDOWNS_CONFIG, "workers[2]"),
 }
+CUT = {"fences-workers[2]": TEN_MILLION, "shutdowns-workers[2]": TEN_MILLION}  # run -> max distinct states
 SIMULATE_RUN = (200, 100, 0)  # walks, steps at most per walk, seed
 QUICK = ("default", "default-workers[2]", "default-no-symmetry")
 
@@ -82,7 +92,15 @@ def run_one(name: str) -> dict:
         from kafkamc.checker.workers import explore_workers
         from kafkamc.invariants.suite import InvariantSuite
 
-        result = explore_workers(FastModel(cfg), InvariantSuite(cfg), int(engine[len("workers[") : -1]))
+        from kafkamc.checker.search import Limits
+
+        n = int(engine[len("workers[") : -1])
+        result = explore_workers(FastModel(cfg), InvariantSuite(cfg), n, Limits(max_states=CUT.get(name)))
+    elif engine.startswith("liveness"):
+        from kafkamc.jobs.run import run_check  # the safety pass, then the graph: as `check --liveness`
+
+        n = int(engine[len("liveness-workers[") : -1]) if "[" in engine else 1
+        result = run_check(cfg, liveness=True, workers=n).result
     elif engine.startswith("spark-standalone["):
         from kafkamc.checker.spark import explore_spark
         from kafkamc.checker.spark_cluster import standalone_cluster
@@ -118,6 +136,8 @@ def run_one(name: str) -> dict:
         "peak_worker_memory_mib": _worker_peak(engine, result),
         **(_shuffled(levels[-1]["shuffled"], result.distinct_states) if levels else {}),
         "visited_bytes_per_state": round(result.bytes_per_state, 1) if not engine.startswith("spark") else None,
+        # Every process's peak resident memory, summed, per distinct state (0: not measured).
+        "peak_bytes_per_state": round(result.peak_bytes_per_state),
         "collision_probability": float(f"{result.collision_probability:.1e}"),
         **({} if engine != "simulate" else _walk_rates(result, elapsed)),
     }
