@@ -168,17 +168,18 @@ def queue_for(model, lifo: bool = False):
 class Kept:
     """The states one worker keeps as its next frontier (checker/workers.py), compact: their
     fingerprints in order, an index from fingerprint to position (FingerprintMap), their path
-    keys in one buffer (a level's keys all have one length), their Codec records, and the
-    state invariants the few that break one break. A dict from fingerprint to (key, invariant,
-    slot) cost about 200 bytes a state, held for the widest level."""
+    keys in one buffer (a level's keys all have one length), their components' serial numbers
+    (4 bytes each), and the state invariants the few that break one break. A dict from
+    fingerprint to (key, invariant, slot) cost about 200 bytes a state, held for the widest level.
+    A state goes in and out as a Codec record (fingerprint, serial numbers)."""
 
     def __init__(self, width: int):
-        self.width = width
+        self.size = width - 1  # serial numbers per state
         self.index: FingerprintMap | None = FingerprintMap()  # dropped once the level is kept
         self.fps = array("Q")
         self.keys = bytearray()
         self.length = 0  # of every key
-        self.records = array("Q")
+        self.serials = array("L")
         self.broken: dict = {}  # position -> the state invariant it breaks
 
     def __len__(self) -> int:
@@ -187,7 +188,7 @@ class Kept:
     def key(self, i: int) -> bytes:
         return bytes(self.keys[i * self.length : (i + 1) * self.length])
 
-    def add(self, fp: int, key: bytes, bad, record) -> None:
+    def add(self, fp: int, key: bytes, bad, record: list) -> None:
         i = len(self.fps)
         if not i:
             self.length = len(key)
@@ -197,21 +198,21 @@ class Kept:
         self.index.put(fp, i)
         self.fps.append(fp)
         self.keys += key
-        self.records.extend(record)
+        self.serials.extend(record[1:])
         if bad:
             self.broken[i] = bad
 
-    def replace(self, i: int, key: bytes, bad, record) -> None:
+    def replace(self, i: int, key: bytes, bad, record: list) -> None:
         """The state at position i, met again under a smaller key."""
         self.keys[i * self.length : (i + 1) * self.length] = key
-        self.records[i * self.width : (i + 1) * self.width] = array("Q", record)
+        self.serials[i * self.size : (i + 1) * self.size] = array("L", record[1:])
         if bad:
             self.broken[i] = bad
         else:
             self.broken.pop(i, None)
 
-    def in_key_order(self) -> Iterator[tuple[bytes, array]]:
+    def in_key_order(self) -> Iterator[tuple[bytes, list]]:
         """(key, record) of every state kept, smallest key first."""
-        width, records = self.width, self.records
-        for i in sorted(range(len(self.fps)), key=self.key):
-            yield self.key(i), records[i * width : (i + 1) * width]
+        size, serials, fps = self.size, self.serials, self.fps
+        for i in sorted(range(len(fps)), key=self.key):
+            yield self.key(i), [fps[i], *serials[i * size : (i + 1) * size]]

@@ -142,10 +142,16 @@ class FingerprintMap(FingerprintSet):
                 self._grow()
 
     def _grow(self) -> None:
-        pairs = [(fp, v) for fp, v in zip(self.table, self.values, strict=True) if fp != EMPTY]
-        size = 2 * len(self.table)
-        self.table, self.mask, self.limit = array("Q", [EMPTY]) * size, size - 1, int(size * MAX_LOAD)
-        self.values = array("L", [0]) * size
-        for fp, v in pairs:
-            i = self._slot(fp)
-            self.table[i], self.values[i] = fp, v
+        """Double the table, moving each fingerprint with its value (no pairs list: at a
+        million entries one would cost a hundred megabytes for the moment of the move)."""
+        old_table, old_values = self.table, self.values
+        size = 2 * len(old_table)
+        table, values = array("Q", [EMPTY]) * size, array("L", [0]) * size
+        mask = size - 1
+        for j, fp in enumerate(old_table):
+            if fp:
+                i = (fp ^ (fp >> 29)) & mask
+                while table[i] != EMPTY:
+                    i = (i + 1) & mask
+                table[i], values[i] = fp, old_values[j]
+        self.table, self.values, self.mask, self.limit = table, values, mask, int(size * MAX_LOAD)

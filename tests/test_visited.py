@@ -47,11 +47,11 @@ def test_fingerprint_map_keeps_a_value_per_fingerprint_through_growth():
 
 def test_kept_states_index_their_keys_and_keep_the_smaller_key():
     kept = Kept(width=2)
-    kept.add(10, b"\x00\x02", None, [1, 2])
-    kept.add(11, b"\x00\x01", "NoSplitBrain", [3, 4])
-    kept.replace(0, b"\x00\x00", "HighWatermarkMonotonic", [5, 6])
-    assert [(k, list(r)) for k, r in kept.in_key_order()] == [(b"\x00\x00", [5, 6]), (b"\x00\x01", [3, 4])]
+    kept.add(10, b"\x00\x02", None, [10, 2])
+    kept.add(11, b"\x00\x01", "NoSplitBrain", [11, 4])
+    kept.replace(0, b"\x00\x00", "HighWatermarkMonotonic", [10, 6])  # a record: fp, serials
+    assert list(kept.in_key_order()) == [(b"\x00\x00", [10, 6]), (b"\x00\x01", [11, 4])]
     assert kept.index is not None and kept.index.get(11) == 1
     assert kept.broken == {0: "HighWatermarkMonotonic", 1: "NoSplitBrain"}
     with pytest.raises(AssertionError, match="differ in length"):
-        kept.add(12, b"\x00", None, [7, 8])
+        kept.add(12, b"\x00", None, [12, 8])
