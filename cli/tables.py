@@ -52,16 +52,20 @@ def list_protocols(as_json):
     return EXIT_HOLDS
 
 
+def _table_options(lowest_rf: int, default_rf: int, rf_help: str):
+    """--max-rf (rows from RF lowest_rf up to it) and --json, as both computed tables take them."""
+
+    def add(command):
+        command = click.option("--json", "as_json", is_flag=True, help="print the cells as JSON")(command)
+        rf = click.IntRange(lowest_rf, 3)
+        return click.option("--max-rf", type=rf, default=default_rf, show_default=True, help=rf_help)(command)
+
+    return add
+
+
 @click.command("durability")
-@click.option(
-    "--max-rf",
-    type=click.IntRange(1, 3),
-    default=3,
-    show_default=True,
-    help="compute rows for RF 1 up to this (RF 3 takes minutes)",
-)
+@_table_options(1, 3, "compute rows for RF 1 up to this (RF 3 takes minutes)")
 @click.option("--protocol", "era", default=NEWEST, show_default=True, metavar="ERA", help="protocol preset")
-@click.option("--json", "as_json", is_flag=True, help="print the cells as JSON")
 def durability(max_rf, era, as_json):
     """Compute the RF x min.insync.replicas durability table with the checker."""
     from kafkamc.jobs.durability import durability_table
@@ -97,14 +101,7 @@ def durability(max_rf, era, as_json):
 
 
 @click.command("tradeoff")
-@click.option(
-    "--max-rf",
-    type=click.IntRange(2, 3),
-    default=2,
-    show_default=True,
-    help="compute rows for RF 2 up to this (RF 3 takes about twenty minutes)",
-)
-@click.option("--json", "as_json", is_flag=True, help="print the cells as JSON")
+@_table_options(2, 2, "compute rows for RF 2 up to this (RF 3 takes about twenty minutes)")
 def tradeoff(max_rf, as_json):
     """Compute KIP-966's trade-off: can the partition stay offline with a replica up, can
     committed data be lost, per RF x min ISR with ELR and unclean election on and off."""

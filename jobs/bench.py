@@ -89,10 +89,9 @@ def run_one(name: str) -> dict:
         result = simulate(FastModel(cfg), InvariantSuite(cfg), Simulation(*SIMULATE_RUN))
     elif engine.startswith("workers["):
         from kafkamc.checker.fast import FastModel
+        from kafkamc.checker.search import Limits
         from kafkamc.checker.workers import explore_workers
         from kafkamc.invariants.suite import InvariantSuite
-
-        from kafkamc.checker.search import Limits
 
         n = int(engine[len("workers[") : -1])
         result = explore_workers(FastModel(cfg), InvariantSuite(cfg), n, Limits(max_states=CUT.get(name)))
