@@ -79,3 +79,11 @@ def test_a_tiny_budget_finds_the_same_states(settings, pinned):
     assert full.distinct_states == pinned  # tests/test_pinned.py
     two = explore_workers(FastModel(cfg, cache_entries=entries_for(0)), InvariantSuite(cfg), 2)
     assert (two.verdict, two.distinct_states, two.depth) == (full.verdict, full.distinct_states, full.depth)
+
+
+def test_a_small_budget_on_the_command_line_finds_the_pinned_count():
+    """--cache-mib 0.5 (749 entries, so the 1,024 floor, swept all along as above)."""
+    from helpers import run_kafkamc
+
+    p = run_kafkamc("check", "--rf", "2", "--minisr", "2", "--cache-mib", "0.5", "--workers", "1", "--json", "--quiet")
+    assert p.returncode == 0 and '"distinct_states": 9291' in p.stdout

@@ -201,6 +201,7 @@ BAD = [
     (["check", "--time-limit", "0"], "--time-limit must be a positive number (got 0)"),
     (["check", "--time-limit", "nan"], "--time-limit must be a positive number (got nan)"),
     (["check", "--time-limit", "inf"], "--time-limit must be a positive number (got inf)"),
+    (["check", "--cache-mib", "-1"], "--cache-mib must be a positive number (got -1)"),
     (["check", "--spark-master", "local[2]"], "--spark-master only applies with --engine spark"),
     (["check", "--partitions", "3", "--conf", "a=b"], "--partitions, --conf only apply with --engine spark"),
     (["check", "--elr", "--rule", "elr=off"], "--elr and --rule elr=off disagree"),
