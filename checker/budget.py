@@ -1,16 +1,15 @@
 """One bound on the entries of a process's step caches, spent where the hits are.
 
 The step caches (checker/outcomes.py StepCache, one per action and per RoundTrip half)
-grew with the search: at three million states they held 1.71 million entries, about
-400 bytes each, and one of them (BrokerCrash, whose unclean run reads every broker) held
-1.14 million that were hardly ever hit. Each cache counts its lookups and its misses; when
-the entries of all of them pass the budget, the sweep ranks the caches by hits per entry
-since the last sweep and frees the least useful until the entries are half the budget: a
-cache that hit on fewer than one lookup in LOW is emptied and stores nothing until the next
-sweep (then it is tried again); any other loses its older half (a dict keeps insertion
-order, and a level's steps are mostly those of the level before). A sweep also comes every
-quarter of the budget stored, over it or not, so a cache that hardly hits is emptied early.
-An entry is an outcome, so dropping one costs a step run later, never a state.
+grew with the search: at three million states of `--max-fences 1` they held 1.71 million
+entries, about 700 bytes each with their share of the dict caches. Each cache counts its
+lookups and its misses. Every quarter of the budget stored, a sweep counts the entries and
+empties each cache that hit on fewer than one lookup in LOW since the last sweep; such a
+cache stores nothing until the next sweep, then is tried again. Past the budget, the sweep
+then halves the caches with the fewest hits per entry first, round after round, until the
+entries are half the budget; a cache loses its older half (a dict keeps insertion order,
+and a level's steps are mostly those of the level before). An entry is an outcome, so
+dropping one costs a step run later, never a state.
 
 The plain dict caches (the observe cache, the candidates per broker) are kept in check by
 `store` alone: each drops its older half past its own share of the budget.
