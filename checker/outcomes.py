@@ -88,7 +88,7 @@ class StepCache:
 
     def size(self) -> int:
         """Outcomes held, in sub-caches too."""
-        return sum(len(v.store) if v.__class__ is StepCache else 1 for v in self.store.values())
+        return _outcomes(self.store.values())
 
     def period_misses(self) -> int:
         return self.runs - self.tried
@@ -101,7 +101,12 @@ class StepCache:
 
     def drop_older_half(self) -> int:
         """Drop the older half of the entries; the outcomes dropped."""
-        return sum(len(v.store) if v.__class__ is StepCache else 1 for v in drop_older_half(self.store))
+        return _outcomes(drop_older_half(self.store))
+
+
+def _outcomes(entries) -> int:
+    """The outcomes in a StepCache's entries: an entry is one, or a sub-cache of them."""
+    return sum(len(v.store) if v.__class__ is StepCache else 1 for v in entries)
 
 
 def _getter(reads):
