@@ -48,17 +48,19 @@ def explore(
     progress: Callable[[dict], None] | None = None,
     progress_every: float = 1.0,
     stop_when_reached: frozenset = frozenset(),
+    recording=None,
 ) -> Result:
     """Enumerate reachable states; stop at the first invariant violation or at a limit.
 
     Reachability properties of `checks` (reach_functions) are tried on every step until
     each is first seen; the search also stops once every name in stop_when_reached is.
+    `recording` (checker/graph.py), breadth-first only: record the liveness graph on the way.
     """
     with cyclic_gc_paused():
-        return _explore(model, checks, strategy, limits, progress, progress_every, stop_when_reached)
+        return _explore(model, checks, strategy, limits, progress, progress_every, stop_when_reached, recording)
 
 
-def _explore(model, checks, strategy, limits, progress, progress_every, stop_when_reached) -> Result:
+def _explore(model, checks, strategy, limits, progress, progress_every, stop_when_reached, recording) -> Result:
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}")
     start = time.monotonic()
@@ -72,7 +74,9 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
         expand = (
             model.expand if hasattr(model, "expand") else (lambda s: ((a, n, fp_of(n)) for a, n in model.successors(s)))
         )
-        transitions = lambda s, is_new, quiet, fired, known: screened(expand(s), s, is_new, quiet, fired)
+        transitions = lambda s, is_new, quiet, fired, known, edge: screened(  # noqa: E731
+            expand(s), s, is_new, quiet, fired, edge
+        )
     # Transitions per action type; names are looked up once, at the end. A plain dict with
     # every type the model declares: a Counter's += cost 2.5 times as much, once per transition.
     fired: dict = dict.fromkeys(model.action_types() if hasattr(model, "action_types") else (), 0)
@@ -127,10 +131,19 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
             "final": final,
         }
 
+    graph = edge = None
+    if recording is not None:
+        if strategy != "bfs":
+            raise ValueError("the liveness graph is recorded breadth-first")
+        graph = recording.part()
+        edge = graph.edge
     for i, s in enumerate(model.initial_states()):
         initial_generated += 1
-        if not is_new(fp_of(s)):
+        fp = fp_of(s)
+        if not is_new(fp):
             continue
+        if recording is not None:
+            recording.initial.append((fp, i))
         node = nodes.add(-1, i)
         bad = check_state(s)
         if bad:
@@ -145,9 +158,11 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
                 if next(iter(model.successors(state)), None) is not None:
                     stop_reason = stop_reason or f"max depth {limits.max_depth}"
                 continue
+            if graph is not None:
+                graph.node(fp_of(state) if known is None else known[-1], state)
             # Only the transitions to a new state, or that quiet() does not pass, come out;
             # fired counts them all (generated: the initial states plus these).
-            for index, _action, nxt, fp, fresh in transitions(state, is_new, quiet, fired, known):
+            for index, _action, nxt, fp, fresh in transitions(state, is_new, quiet, fired, known, edge):
                 if not fresh:
                     bad = check_step(state, nxt)
                     if bad:

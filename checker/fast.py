@@ -188,7 +188,7 @@ class FastSuccessors:
         store(self.observe_cache, key, out, self.budget.dict_limit)
         return out
 
-    def transitions(self, state: State, is_new=None, quiet=None, fired=None, known=None):
+    def transitions(self, state: State, is_new=None, quiet=None, fired=None, known=None, edge=None):
         """(index, action, successor, its fingerprint before symmetry, fresh), in candidate order.
 
         Alone, it yields every transition (fresh None). Given the search's is_new(fp),
@@ -199,7 +199,9 @@ class FastSuccessors:
         per-transition work happens in this one loop, where the cache hits are inlined: it
         runs once per transition. `known` is the Fresh.known this loop yielded with `state`:
         its keys' parts followed by its fingerprint, in one list (a state waiting in the
-        search's queue holds it), which are then not computed again.
+        search's queue holds it), which are then not computed again. `edge`, if given, is a
+        pair of callables, given each transition's fingerprint and action, screened or not, in
+        index order: the safety search records the liveness graph so (checker/graph.py).
 
         Screening, the loop also skips work the search would repeat. The states it expands
         are observed already, so a step that changes only the budget is observed as the
@@ -226,6 +228,8 @@ class FastSuccessors:
             parts = known
             base = parts[-1]
         observe_get = self.observe_cache.get
+        if edge is not None:
+            edge_fp, edge_action = edge
         screen = is_new is not None
         ghost = 1 << G
         kept = 1 | ghost  # a step that changes neither keeps the quiet test's cache entry
@@ -285,6 +289,9 @@ class FastSuccessors:
                         for i, x, _ in changes:
                             new[i] = x
                         fp = self.canonical_fp(new_tuple(State, (new[0], tuple(new[1:G]), seen[0], new[G + 1])))
+                    if edge is not None:
+                        edge_fp(fp)
+                        edge_action(action)
                     keeps = settled = False
                     if screen:
                         fired[kind] += 1
@@ -344,13 +351,16 @@ class FastSuccessors:
             yield action, nxt
 
 
-def screened(expanded, state: State, is_new=None, quiet=None, fired=None):
+def screened(expanded, state: State, is_new=None, quiet=None, fired=None, edge=None):
     """What transitions() yields, made from any (action, successor, fingerprint) sequence
     (fired: a dict, action type -> transitions):
     (index, action, successor, fingerprint, fresh), all of them (fresh None) without is_new,
     else only a new state (fresh UNKNOWN: nothing known about it) or a step quiet() does not
-    pass (fresh False)."""
+    pass (fresh False). `edge`: as transitions() takes it."""
     for index, (action, nxt, fp) in enumerate(expanded):
+        if edge is not None:
+            edge[0](fp)
+            edge[1](action)
         if is_new is None:
             yield index, action, nxt, fp, None
             continue
@@ -403,11 +413,11 @@ class FastModel:
             return self.fast.expand(state)
         return self._expand_reduced(state)
 
-    def transitions(self, state: State, is_new=None, quiet=None, fired=None, known=None):
+    def transitions(self, state: State, is_new=None, quiet=None, fired=None, known=None, edge=None):
         """expand() as the search consumes it; see FastSuccessors.transitions."""
         if self._canonical_successors(state):
-            return self.fast.transitions(state, is_new, quiet, fired, known)
-        return screened(self._expand_reduced(state), state, is_new, quiet, fired)
+            return self.fast.transitions(state, is_new, quiet, fired, known, edge)
+        return screened(self._expand_reduced(state), state, is_new, quiet, fired, edge)
 
     def _canonical_successors(self, state: State) -> bool:
         """Whether the successors' own fingerprints are canonical. No step changes the

@@ -108,6 +108,7 @@ def expand_fresh(
     carry: bool = False,
     is_new=None,
     quiet=None,
+    graph=None,
 ) -> Iterator[tuple]:
     """(successor fingerprint, its path key, successor, the state invariant it breaks or None)
     for every transition of the frontier's (key, state) pairs to a state that seen(fp) does
@@ -124,8 +125,12 @@ def expand_fresh(
     on the fused loop's path: one call that may also note fp as met (the workers' visited set).
     `quiet`: the suite's quiet_step for `unreached`, if the caller keeps it: building one
     compiles it (Z3), and the observe cache keeps quiet values only for the test object that
-    computed them, so a new one every level made every level compute them again."""
+    computed them, so a new one every level made every level compute them again.
+    `graph` (a checker/graph.py GraphPart; needs `carry`): record every expanded state and
+    every transition in it."""
     if checks is None or not hasattr(model, "transitions"):
+        if graph is not None:
+            raise ValueError("the liveness graph is recorded through the fused loop only")
         pairs = ((item[0], item[1]) for item in frontier)
         for fp, k, nxt in expand_part(model, pairs, checks, unreached, found, deadline):
             if not seen(fp):
@@ -140,14 +145,17 @@ def expand_fresh(
     if is_new is None:
         is_new = lambda fp: not seen(fp)  # noqa: E731 - transitions() takes a predicate
     fired: dict = dict.fromkeys(model.action_types(), 0)
+    edge = None if graph is None else graph.edge
     try:
         for done, item in enumerate(frontier):
             if deadline is not None and done & 0xFF == 0 and time.monotonic() >= deadline:
                 found.cut = True
                 break
             key, state = item[0], item[1]
+            if graph is not None:
+                graph.node(item[2][-1], state, key)
             for index, _action, nxt, fp, fresh in model.transitions(
-                state, is_new, quiet, fired, item[2] if carry else None
+                state, is_new, quiet, fired, item[2] if carry else None, edge
             ):
                 k = key + index_bytes(index)
                 if not fresh:

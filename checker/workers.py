@@ -43,6 +43,7 @@ from queue import Empty
 import kafkamc.checker.transport as transport
 from kafkamc.checker.contract import SearchModel
 from kafkamc.checker.frontier import Codec, Kept
+from kafkamc.checker.keys import decode_key
 from kafkamc.checker.level import (
     Findings,
     Tally,
@@ -71,8 +72,9 @@ class WorkerFailed(RuntimeError):
 
 
 class _Worker:
-    def __init__(self, w: int, n: int, model, suite, inboxes: list):
+    def __init__(self, w: int, n: int, model, suite, inboxes: list, recording=None):
         self.w, self.n = w, n
+        self.graph = None if recording is None else recording.part()  # checker/graph.py
         self.model, self.suite = model, suite
         self.inboxes = inboxes
         self.visited = FingerprintSet()
@@ -126,7 +128,17 @@ class _Worker:
         if quiet is None and self.suite is not None:
             quiet = self.quiet[unreached] = self.suite.quiet_step(list(unreached))
         for fp, k, nxt, bad, known in expand_fresh(
-            model, frontier, self.suite, unreached, found, visited.__contains__, deadline, True, visited.add, quiet
+            model,
+            frontier,
+            self.suite,
+            unreached,
+            found,
+            visited.__contains__,
+            deadline,
+            True,
+            visited.add,
+            quiet,
+            self.graph,
         ):
             owner = owner_of(nxt) % n
             if owner == w:
@@ -170,6 +182,10 @@ class _Worker:
             "cpu": now - clock,
             "times": times,
         }
+
+    def recorded(self, _) -> object:
+        """The part of the liveness graph this worker recorded (a GraphPart, pickled)."""
+        return self.graph
 
     def _parcel(self) -> tuple:
         """What is sent to one peer at the end of a level, filled as successors come out:
@@ -240,13 +256,13 @@ def _own_session() -> None:
         pass
 
 
-def _serve(w: int, n: int, model, suite, inboxes: list, conn) -> None:
+def _serve(w: int, n: int, model, suite, inboxes: list, conn, recording) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides what Ctrl-C means
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the CLI's handler, inherited by fork
     _die_with_parent()
     _own_session()
     gc.disable()  # see explorer.cyclic_gc_paused
-    worker = _Worker(w, n, model, suite, inboxes)
+    worker = _Worker(w, n, model, suite, inboxes, recording)
     try:
         while True:
             command, arg = conn.recv()
@@ -270,8 +286,11 @@ def explore_workers(
     limits: Limits = Limits(),
     progress: Callable[[dict], None] | None = None,
     stop_when_reached: frozenset = frozenset(),
+    recording=None,
 ) -> Result:
-    """Level-synchronous BFS over n forked worker processes; same contract as explore()."""
+    """Level-synchronous BFS over n forked worker processes; same contract as explore().
+    With `recording` (checker/graph.py), each worker records its part of the liveness graph,
+    which comes home when the search holds."""
     if n < 2:
         raise ValueError("explore_workers needs at least 2 workers")
     start = time.monotonic()
@@ -280,13 +299,17 @@ def explore_workers(
     pipes, procs = [], []
     for w in range(n):
         mine, theirs = ctx.Pipe()
-        p = ctx.Process(target=_serve, args=(w, n, model, checks, inboxes, theirs), daemon=True)
+        p = ctx.Process(target=_serve, args=(w, n, model, checks, inboxes, theirs, recording), daemon=True)
         p.start()
         pipes.append(mine)
         procs.append(p)
     run = _Coordinator(model, checks, n, pipes, procs, limits, progress, stop_when_reached, start)
     try:
-        return run.run()
+        result = run.run()
+        if recording is not None and result.verdict == "holds":
+            recording.parts = run._all("recorded", [None] * n)
+            recording.initial = run.initial
+        return result
     finally:
         for conn in pipes:
             try:
@@ -311,6 +334,7 @@ class _Coordinator(Tally):
         self.targets = set(stop_when_reached)
         self.stop_when_reached = bool(stop_when_reached)
         self.frontier = 0
+        self.initial: list = []  # (fingerprint, index) of the distinct initial states
         self.unreached = [name for name, _ in checks.reach_functions()] if checks is not None else []
 
     def _all(self, command: str, args: list) -> list:
@@ -339,6 +363,7 @@ class _Coordinator(Tally):
     def _initial(self) -> bool:
         model, n = self.model, self.n
         entries, self.generated, self.violation = initial_level(model, self.checks)
+        self.initial = [(fp, decode_key(key)[0]) for fp, key, _ in entries]
         self.distinct = len(entries) + (self.violation is not None)
         if self.violation is not None:
             return False

@@ -8,6 +8,7 @@ from pathlib import Path
 from kafkamc.checker.budget import DEFAULT_MIB, entries_for
 from kafkamc.checker.explorer import explore
 from kafkamc.checker.fast import FastModel
+from kafkamc.checker.graph import Recording
 from kafkamc.checker.liveness import LivenessReport, ReferenceGraph, check_liveness, symmetry_for_liveness
 from kafkamc.checker.progress import Progress
 from kafkamc.checker.search import Limits, Result
@@ -180,14 +181,32 @@ class CheckRun:
         }
 
 
-def _check_liveness(cfg: Config, names, limits: Limits, progress: bool, reference: bool) -> LivenessReport:
-    """The liveness graph of cfg (symmetry off with a broker pool), each property checked on it."""
+def _check_liveness(
+    cfg: Config, names, limits: Limits, progress: bool, reference: bool, recorded: tuple | None = None
+) -> LivenessReport:
+    """The liveness graph of cfg (symmetry off with a broker pool), each property checked on it.
+    `recorded`: (model, suite, recording, depth) when the safety search recorded the graph."""
     live_cfg = symmetry_for_liveness(cfg)
-    model = ReferenceGraph(live_cfg) if reference else FastModel(live_cfg)
-    with Progress(enabled=progress, strategy="bfs") as reporter:
-        report = check_liveness(model, LivenessSuite(live_cfg, names), limits, reporter if progress else None)
+    graph = None
+    if recorded is not None:
+        model, suite, recording, depth = recorded
+        graph = recording.graph(model, depth)  # None if the search left a state unexpanded
+    if graph is None:
+        model = ReferenceGraph(live_cfg) if reference else FastModel(live_cfg)
+        suite = LivenessSuite(live_cfg, names)
+    with Progress(enabled=progress and graph is None, strategy="bfs") as reporter:
+        report = check_liveness(model, suite, limits, reporter if progress else None, graph)
     report.config = live_cfg
     return report
+
+
+def _recording(cfg: Config, names, wanted: bool) -> tuple | None:
+    """(liveness suite, Recording) when the safety search can record the liveness graph itself
+    (checker/graph.py): the fast path, local, in the configuration the graph is built under."""
+    if not wanted or symmetry_for_liveness(cfg) != cfg:
+        return None
+    suite = LivenessSuite(cfg, names)
+    return suite, Recording(suite.bits)
 
 
 @dataclass(frozen=True)
@@ -237,6 +256,9 @@ def run_check(
     for name in reach:
         if name not in known:
             raise ConfigError(f"unknown reachability property {name!r}; properties: {', '.join(known)}")
+    wanted = bool(liveness or live) and not (only_liveness or reference or simulate or spark)
+    recorder = _recording(cfg, live or None, wanted and strategy == "bfs")
+    recording = None if recorder is None else recorder[1]
     with Progress(enabled=progress, strategy=None if simulate else strategy) as reporter:
         if only_liveness:
             result = Result("holds", "bfs", 0, 0, 0, 0.0)
@@ -261,6 +283,7 @@ def run_check(
                 limits,
                 progress=reporter if progress else None,
                 stop_when_reached=frozenset(reach),
+                recording=recording,
             )
         elif spark is None:
             result = explore(
@@ -270,6 +293,7 @@ def run_check(
                 limits,
                 progress=reporter if progress else None,
                 stop_when_reached=frozenset(reach),
+                recording=recording,
             )
         else:
             from kafkamc.checker.spark import explore_spark
@@ -290,7 +314,8 @@ def run_check(
             )
     report = None
     if (liveness or live) and result.verdict == "holds":
-        report = _check_liveness(cfg, live or None, limits, progress, reference)
+        recorded = None if recorder is None else (model, recorder[0], recording, result.depth)
+        report = _check_liveness(cfg, live or None, limits, progress, reference, recorded)
         result = report.merged(result, replace_counts=only_liveness)
     for name, trace in result.reached.items():
         if not suite.confirm_reached(name, trace[-1][1], trace[-2][1]):

@@ -13,19 +13,10 @@ from array import array
 import networkx as nx
 import pytest
 from helpers import run_kafkamc
+from kafkamc.checker.fairness import components, fair_components
 from kafkamc.checker.fast import FastModel
-from kafkamc.checker.liveness import (
-    FAULT,
-    STRONG,
-    WEAK,
-    Graph,
-    ReferenceGraph,
-    build_graph,
-    check_liveness,
-    components,
-    fair_components,
-    symmetry_for_liveness,
-)
+from kafkamc.checker.graph import FAULT, STRONG, WEAK, Graph
+from kafkamc.checker.liveness import ReferenceGraph, build_graph, check_liveness, symmetry_for_liveness
 from kafkamc.invariants.lasso import lasso_problem
 from kafkamc.invariants.liveness import CATALOG, LivenessSuite
 from kafkamc.spec.config import Config
@@ -112,6 +103,15 @@ def test_a_state_with_no_fair_step_stutters_and_a_fault_closes_no_cycle():
     g = _toy({0: [(1, 0)], 1: [(0, 1)]}, {0: WEAK, 1: FAULT}, 2)
     # No cycle without the fault: 0 has a weak step enabled (unfair to stay), 1 has none.
     assert fair_components(g, bytearray([1, 1])) == [{1}]
+
+
+def test_a_state_alone_is_fair_when_its_self_loops_take_every_fair_action_enabled():
+    # 0: a weak self-loop, nothing else enabled; 1: a strong self-loop, and a weak step out.
+    g = _toy({0: [(0, 0)], 1: [(1, 1), (2, 0)]}, {0: WEAK, 1: STRONG}, 3)
+    assert fair_components(g, bytearray([1, 1, 0])) == [{0}]
+    # Both self-loops, and the weak step out of 1 gone: both are fair alone.
+    g = _toy({0: [(0, 0)], 1: [(1, 1)]}, {0: WEAK, 1: STRONG}, 2)
+    assert sorted(map(sorted, fair_components(g, bytearray([1, 1])))) == [[0], [1]]
 
 
 def test_tarjan_agrees_with_networkx_on_a_real_graph():
