@@ -27,6 +27,10 @@ LARGE_CONFIG = Config(rf=3, minisr=2, max_records=2, max_clean_shutdowns=2, max_
 # within that): a fenced zombie; a rolling restart's controlled shutdown.
 FENCES_CONFIG = Config(rf=3, minisr=2, max_fences=1)
 SHUTDOWNS_CONFIG = Config(rf=3, minisr=2, max_controlled_shutdowns=1)
+# Issue 33's all-faults model: one record, one clean shutdown, one hard crash, one fence; and
+# its reassignment check: four brokers, one reassignment, one record.
+ALL_FAULTS_CONFIG = Config(rf=3, minisr=2, max_records=1, max_clean_shutdowns=1, max_hard_crashes=1, max_fences=1)
+REASSIGNMENT_CONFIG = Config(rf=3, minisr=2, broker_count=4, max_reassignments=1, max_records=1)
 TEN_MILLION = 10_000_000
 
 # name -> (config, engine). The engines: "local" (one process), "workers[N]" (--workers N),
@@ -49,6 +53,8 @@ RUNS = {
     "liveness-default-workers[2]": (BENCH_CONFIG, "liveness-workers[2]"),
     "fences-workers[2]": (FENCES_CONFIG, "workers[2]"),
     "shutdowns-workers[2]": (SHUTDOWNS_CONFIG, "workers[2]"),
+    "all-faults-workers[2]": (ALL_FAULTS_CONFIG, "workers[2]"),
+    "reassignment-workers[2]": (REASSIGNMENT_CONFIG, "workers[2]"),
 }
 CUT = {"fences-workers[2]": TEN_MILLION, "shutdowns-workers[2]": TEN_MILLION}  # run -> max distinct states
 SIMULATE_RUN = (200, 100, 0)  # walks, steps at most per walk, seed
