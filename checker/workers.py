@@ -7,9 +7,6 @@ whole state's fingerprint every worker recomputed 80% of the cache and two worke
 no faster than one), keeps their visited set and their part of the frontier. One BFS
 level is one round:
 
-0. a worker whose frontier is well over the mean gives half its surplus to a peer to expand
-   (level.share_plan; the owner stays the owner: controller fingerprints split a level
-   40 to 60%, and every worker waits for the slowest at the level's end);
 1. each worker expands its frontier through the local explorer's fused loop, in key order,
    checks every step and tests each successor it has not met against the state
    invariants, and sorts the successors by owner;
