@@ -215,7 +215,7 @@ class Kept:
         """The Codec record of the state at position i."""
         return [self.fps[i], *self.serials[i * self.size : (i + 1) * self.size]]
 
-    def in_key_order(self, skip: set | frozenset = frozenset()) -> Iterator[tuple[bytes, list]]:
+    def in_key_order(self, skip: set = frozenset()) -> Iterator[tuple[bytes, list]]:
         """(key, record) of every state kept but those at the positions in skip, smallest key first."""
         size, serials, fps = self.size, self.serials, self.fps
         for i in sorted(range(len(fps)), key=self.key):

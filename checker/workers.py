@@ -143,7 +143,7 @@ class _Worker:
         taken.sort(key=_first)
         return given, taken
 
-    def _post(self, peer: int, kind: str, parcel: tuple) -> None:
+    def _post(self, peer: int, kind: str, parcel: list) -> None:
         components, fps, keys, broken = parcel
         length = len(keys) * self.codec.width // len(fps) if fps else 0  # one level: one key length
         self.inboxes[peer].put((kind, self.w, (components, fps, bytes(keys), length, broken)))
