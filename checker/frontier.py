@@ -211,13 +211,8 @@ class Kept:
         else:
             self.broken.pop(i, None)
 
-    def record(self, i: int) -> list:
-        """The Codec record of the state at position i."""
-        return [self.fps[i], *self.serials[i * self.size : (i + 1) * self.size]]
-
-    def in_key_order(self, skip: set = frozenset()) -> Iterator[tuple[bytes, list]]:
-        """(key, record) of every state kept but those at the positions in skip, smallest key first."""
+    def in_key_order(self) -> Iterator[tuple[bytes, list]]:
+        """(key, record) of every state kept, smallest key first."""
         size, serials, fps = self.size, self.serials, self.fps
         for i in sorted(range(len(fps)), key=self.key):
-            if i not in skip:
-                yield self.key(i), [fps[i], *serials[i * size : (i + 1) * size]]
+            yield self.key(i), [fps[i], *serials[i * size : (i + 1) * size]]

@@ -173,30 +173,6 @@ def expand_fresh(
         found.coverage.update({t.__name__: n for t, n in fired.items() if n})
 
 
-def share_plan(counts: list[int], least: int) -> list[tuple[list, list]]:
-    """Per worker, ([(peer, states to give it)], [peers that give it states]): what evens
-    out a level's expansion work (counts: each worker's frontier). States are owned by their
-    controller's fingerprint, which splits a level unevenly (40 to 60% at the default bounds),
-    and every worker waits for the slowest at the level's end. A giver gives half its surplus
-    over the mean, if that is more than `least` states: a state given is expanded with cold
-    caches, at two to three times the cost (measured), and giving all of the surplus turned
-    the imbalance around rather than removing it."""
-    n = len(counts)
-    mean = sum(counts) // n
-    over = [[w, (c - mean) // 2] for w, c in enumerate(counts) if (c - mean) // 2 > least]
-    under = [[w, mean - c] for w, c in enumerate(counts) if mean - c > least]
-    plan: list[tuple[list, list]] = [([], []) for _ in range(n)]
-    for giver in over:
-        for taker in under:
-            k = min(giver[1], taker[1])
-            if k > least:
-                plan[giver[0]][0].append((taker[0], k))
-                plan[taker[0]][1].append(giver[0])
-                giver[1] -= k
-                taker[1] -= k
-    return plan
-
-
 def initial_level(model, checks) -> tuple[list, int, tuple | None]:
     """([(fingerprint, key, state)] of the distinct initial states, how many were generated,
     (key, invariant, "state") of the first that breaks a state invariant, or None), taken

@@ -30,7 +30,6 @@ they ignore Ctrl-C, which the coordinating process turns into a clean stop.
 from __future__ import annotations
 
 import gc
-import heapq
 import multiprocessing
 import os
 import signal
@@ -52,7 +51,6 @@ from kafkamc.checker.level import (
     first_violation,
     initial_level,
     limit_reached,
-    share_plan,
     smaller,
 )
 from kafkamc.checker.memory import peak_rss
@@ -60,11 +58,6 @@ from kafkamc.checker.search import Limits, Result
 from kafkamc.checker.visited import FingerprintSet
 
 PEER_TIMEOUT_S = 600.0  # a peer that sends nothing for this long has died
-SHARE_LEAST = 512  # a level's work is shared only past this many states (level.share_plan)
-
-
-def _first(item: tuple):
-    return item[0]
 
 
 class WorkerFailed(RuntimeError):
@@ -91,7 +84,6 @@ class _Worker:
         self.kept = Kept(self.codec.width)
         self.sent: list[set] = [set() for _ in range(n)]  # component fingerprints each peer already has
         self.quiet: dict = {}  # unreached properties -> the suite's quiet test for them (level.expand_fresh)
-        self.stash: list = []  # parcels received before they were waited for: (kind, peer, items)
 
     def start(self, entries: list) -> dict:
         """The initial states this worker owns: (fp, key, state), already deduplicated."""
@@ -101,67 +93,11 @@ class _Worker:
         self.kept.index = None
         return {"frontier": len(self.kept)}
 
-    def frontier(self, kept: Kept, given: set, shared: list) -> Iterator[tuple]:
-        """(key, state, known) of a level's states, in key order: those kept here but the
-        positions given to peers, and those peers shared with this worker."""
+    def frontier(self, kept: Kept) -> Iterator[tuple]:
+        """(key, state, known) of a level's states, in key order."""
         rebuild = self.codec.state
-        for key, record in heapq.merge(kept.in_key_order(given), shared, key=_first):
+        for key, record in kept.in_key_order():
             yield (key, *rebuild(record))
-
-    def _share(self, gives: list, takes: list) -> tuple[set, list]:
-        """Even out the level's expansion work (the coordinator's plan, share_plan): give each
-        peer in `gives` that many states of this worker's frontier to expand, whole controller
-        groups first (states that share a controller share most step-cache entries), and take
-        what the peers in `takes` give. The owner stays the owner: a shared state's successors
-        go to their owners as any other. Returns (positions given, [(key, record)] taken)."""
-        kept, given = self.kept, set()
-        if gives:
-            groups: dict = {}
-            size = kept.size
-            for i in range(len(kept)):
-                groups.setdefault(kept.serials[i * size], []).append(i)
-            by_size = sorted(groups.values(), key=len, reverse=True)
-            rebuild = self.codec.state
-            for peer, count in gives:
-                parcel = self._parcel()
-                for group in by_size:
-                    if 0 < len(group) <= count and group[0] not in given:
-                        count -= len(group)
-                        for i in group:
-                            given.add(i)
-                            self._send(peer, parcel, kept.fps[i], kept.key(i), rebuild(kept.record(i))[0], None)
-                self._post(peer, "share", parcel)
-        taken: list = []
-        for peer in takes:
-            components, fps, keys, length, _ = self._receive("share", peer)
-            for kind, comp in components:
-                transport.learn(self.model, kind, comp)
-            width = self.codec.width
-            for i in range(len(fps) // width):
-                state = transport.assemble(self.model, fps[i * width + 1 : (i + 1) * width])
-                taken.append((keys[i * length : (i + 1) * length], self.codec.record(state, None)))
-        taken.sort(key=_first)
-        return given, taken
-
-    def _post(self, peer: int, kind: str, parcel: list) -> None:
-        components, fps, keys, broken = parcel
-        length = len(keys) * self.codec.width // len(fps) if fps else 0  # one level: one key length
-        self.inboxes[peer].put((kind, self.w, (components, fps, bytes(keys), length, broken)))
-
-    def _receive(self, kind: str, peer: int | None = None) -> tuple:
-        """The next parcel of this kind (from this peer, if given); others wait in the stash."""
-        for i, (k, w, items) in enumerate(self.stash):
-            if k == kind and peer in (None, w):
-                del self.stash[i]
-                return items
-        while True:
-            try:
-                k, w, items = self.inboxes[self.w].get(timeout=PEER_TIMEOUT_S)
-            except Empty:
-                raise WorkerFailed(f"worker {self.w}: no word from a peer for {PEER_TIMEOUT_S:g}s") from None
-            if k == kind and peer in (None, w):
-                return items
-            self.stash.append((k, w, items))
 
     def level(self, args: tuple) -> dict:
         """Expand this worker's frontier, exchange successors with the peers, keep the new.
@@ -172,11 +108,9 @@ class _Worker:
         out before it is built; each other is yielded with the state invariant it breaks,
         which travels with it to its owner. The frontier is expanded in key order, so the
         first time a fingerprint comes out of the loop is its smallest key in this part."""
-        unreached, deadline, (gives, takes) = args
+        unreached, deadline = args
         model, w, n = self.model, self.w, self.n
         clock = time.process_time()
-        given, shared = self._share(gives, takes)
-        balanced = time.process_time()
         mine = Kept(self.codec.width)  # the successors this worker owns
         out: list = [self._parcel() for _ in range(n)]  # what each peer is sent
         found = Findings()
@@ -188,7 +122,7 @@ class _Worker:
         # peer owns has been sent to it, which keeps it or had it. Either way, meeting it
         # again, in this level or a later one, is no news: the loop screens it out before
         # building it, and it is not sent twice. (Peers' states cost this set 8 to 16 bytes each.)
-        frontier = self.frontier(self.kept, given, shared)
+        frontier = self.frontier(self.kept)
         record = self.codec.record
         quiet = self.quiet.get(unreached)
         if quiet is None and self.suite is not None:
@@ -214,12 +148,17 @@ class _Worker:
         expanded = time.process_time()
         for peer in range(n):
             if peer != w:
-                self._post(peer, "level", out[peer])
+                components, fps, keys, broken = out[peer]
+                length = len(keys) * self.codec.width // len(fps) if fps else 0  # one level: one key length
+                self.inboxes[peer].put((w, (components, fps, bytes(keys), length, broken)))
         packed = time.process_time()
         waited = unpacking = 0.0
         for _ in range(n - 1):
             t = time.monotonic()
-            items = self._receive("level")
+            try:
+                _, items = self.inboxes[w].get(timeout=PEER_TIMEOUT_S)
+            except Empty:
+                raise WorkerFailed(f"worker {w}: no word from a peer for {PEER_TIMEOUT_S:g}s") from None
             waited += time.monotonic() - t
             u = time.process_time()
             self._unpack(items, mine)
@@ -232,8 +171,7 @@ class _Worker:
         mine.index = None
         self.kept = mine
         now = time.process_time()
-        times = {"share": balanced - clock, "expand": expanded - balanced, "pack": packed - expanded}
-        times.update(unpack=unpacking, wait=waited)
+        times = {"expand": expanded - clock, "pack": packed - expanded, "unpack": unpacking, "wait": waited}
         times["keep"] = now - packed - unpacking
         return {
             "found": found,
@@ -397,7 +335,6 @@ class _Coordinator(Tally):
         self.stop_when_reached = bool(stop_when_reached)
         self.frontier = 0
         self.initial: list = []  # (fingerprint, index) of the distinct initial states
-        self.counts: list = []  # per worker, the states of the frontier it owns
         self.unreached = [name for name, _ in checks.reach_functions()] if checks is not None else []
 
     def _all(self, command: str, args: list) -> list:
@@ -433,8 +370,7 @@ class _Coordinator(Tally):
         shares: list[list] = [[] for _ in range(n)]
         for fp, key, s in entries:
             shares[transport.owner_key(model, s) % n].append((fp, key, s))
-        self.counts = [r["frontier"] for r in self._all("start", shares)]
-        self.frontier = sum(self.counts)
+        self.frontier = sum(r["frontier"] for r in self._all("start", shares))
         return True
 
     def _stopping(self) -> bool:
@@ -449,9 +385,7 @@ class _Coordinator(Tally):
     def _level(self) -> None:
         limit = self.limits.time_limit
         deadline = None if limit is None else self.start + limit
-        plan = share_plan(self.counts, SHARE_LEAST)
-        replies = self._all("level", [(tuple(self.unreached), deadline, mine) for mine in plan])
-        self.counts = [r["new"] for r in replies]
+        replies = self._all("level", [(tuple(self.unreached), deadline)] * self.n)
         found = Findings.total(r["found"] for r in replies)
         if found.cut:
             self.stop_reason = f"time limit {limit:g}s"

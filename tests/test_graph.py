@@ -84,15 +84,3 @@ def test_check_liveness_takes_the_graph_from_the_safety_search(workers):
     live = out["liveness"]
     assert (out["distinct_states"], live["states"], live["edges"], live["verdict"]) == (2231, 2231, 5753, "holds")
     assert set(live["verdicts"].values()) == {"holds"}
-
-
-def test_the_graph_is_the_same_when_workers_share_their_levels(monkeypatch):
-    import kafkamc.checker.workers as workers
-
-    monkeypatch.setattr(workers, "SHARE_LEAST", 0)  # share from the first level on
-    cfg = Config(**CONFIGS["fence"]).validated()
-    suite = LivenessSuite(cfg)
-    built, _ = build_graph(FastModel(cfg), suite)
-    recorded = _recorded(cfg, suite, 3)
-    for f in FIELDS:
-        assert getattr(recorded, f) == getattr(built, f), f

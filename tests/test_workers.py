@@ -111,37 +111,3 @@ def test_cli_bad_workers_is_one_line(kafkamc_cli, args, message):
 def test_cli_dfs_runs_in_one_process_by_default(kafkamc_cli):
     p = kafkamc_cli("check", "--rf", "2", "--minisr", "2", "--strategy", "dfs", "--json", "--quiet")
     assert p.returncode == 0 and json.loads(p.stdout)["workers"] == 1
-
-
-def test_share_plan_gives_half_the_surplus_to_those_below_the_mean():
-    from kafkamc.checker.level import share_plan
-
-    assert share_plan([1000, 0], least=10) == [([(1, 250)], []), ([], [0])]
-    # Three workers, mean 500: the first gives half its 400 over; the second has 400 to take.
-    assert share_plan([900, 100, 500], least=10) == [([(1, 200)], []), ([], [0]), ([], [])]
-    assert share_plan([520, 480], least=10) == [([], []), ([], [])]  # within the least
-
-
-@pytest.mark.parametrize("kw", [HOLDS[0], HOLDS[2], VIOLATED[1], VIOLATED[3]])
-@pytest.mark.parametrize("n", [2, 3])
-def test_sharing_every_level_changes_nothing(monkeypatch, kw, n):
-    # Sharing from the first state on: the given states are expanded by a peer, in key order
-    # with its own, and everything the search reports is the same as in one process.
-    import kafkamc.checker.workers as workers
-
-    plans = []
-    plan = workers.share_plan
-    monkeypatch.setattr(workers, "SHARE_LEAST", 0)
-    monkeypatch.setattr(workers, "share_plan", lambda counts, least: plans.append(plan(counts, least)) or plans[-1])
-    one, many = _both(kw, n)
-    assert any(gives for p in plans for gives, _ in p)
-    assert (many.verdict, many.distinct_states, many.states_generated, many.depth) == (
-        one.verdict,
-        one.distinct_states,
-        one.states_generated,
-        one.depth,
-    ) or one.verdict == "violated"
-    assert many.coverage == one.coverage or one.verdict == "violated"
-    assert many.reached == one.reached
-    if one.violation is not None:
-        assert (many.violation.invariant, many.violation.trace) == (one.violation.invariant, one.violation.trace)
