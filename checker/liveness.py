@@ -111,6 +111,7 @@ class LivenessReport:
     graph_bytes: int = 0
     symmetry: bool = True
     analysis_s: float = 0.0
+    recorded: bool = False  # the safety search recorded the graph (checker/graph.py)
     config: Config | None = None  # the configuration the graph was built under
 
     def merged(self, safety: Result, replace_counts: bool = False) -> Result:
@@ -136,6 +137,7 @@ class LivenessReport:
             "analysis_s": round(self.analysis_s, 3),
             "graph_bytes": self.graph_bytes,
             "symmetry": self.symmetry,
+            "graph": "recorded by the search" if self.recorded else "built after the search",
             "stop_reason": r.stop_reason,
             "fairness": FAIRNESS,
         }
@@ -177,6 +179,7 @@ def check_liveness(
         edges=g.edges,
         graph_bytes=g.nbytes,
         symmetry=model.config.symmetry,
+        recorded=graph is not None,
     )
     report.result.coverage = coverage(g)
     if stop is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -190,12 +191,16 @@ def _check_liveness(
     graph = None
     if recorded is not None:
         model, suite, recording, depth = recorded
+        start = time.monotonic()
         graph = recording.graph(model, depth)  # None if the search left a state unexpanded
+        assembled = time.monotonic() - start
     if graph is None:
         model = ReferenceGraph(live_cfg) if reference else FastModel(live_cfg)
         suite = LivenessSuite(live_cfg, names)
     with Progress(enabled=progress and graph is None, strategy="bfs") as reporter:
         report = check_liveness(model, suite, limits, reporter if progress else None, graph)
+    if graph is not None:
+        report.result.elapsed_s += assembled
     report.config = live_cfg
     return report
 

@@ -83,4 +83,17 @@ def test_check_liveness_takes_the_graph_from_the_safety_search(workers):
     out = json.loads(p.stdout)
     live = out["liveness"]
     assert (out["distinct_states"], live["states"], live["edges"], live["verdict"]) == (2231, 2231, 5753, "holds")
-    assert set(live["verdicts"].values()) == {"holds"}
+    assert set(live["verdicts"].values()) == {"holds"} and live["graph"] == "recorded by the search"
+
+
+def test_a_broker_pool_builds_its_graph_after_the_search():
+    # Liveness turns symmetry off with a broker pool (liveness.symmetry_for_liveness): the safety
+    # search's reduced graph is not the one checked, so it is built afterwards, 648 states
+    # against the search's 108.
+    args = ["check", "--rf", "2", "--minisr", "2", "--brokers", "3", "--max-records", "1", "--max-hard-crashes", "0"]
+    p = run_kafkamc(*args, "--liveness", "--json", "--quiet")
+    out = json.loads(p.stdout)
+    live = out["liveness"]
+    assert (out["distinct_states"], live["states"], live["graph"]) == (108, 648, "built after the search")
+    text = run_kafkamc(*args, "--liveness").stdout
+    assert "liveness graph: 648 states" in text and "built and analysed in" in text
