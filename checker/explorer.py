@@ -221,6 +221,8 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
             steps.append(extra)
         violation = Violation(name, kind, replay_path(model, init_index, steps))
     verdict = verdict_of(violation, bool(stop_when_reached) and not targets, stop_reason)
+    if recording is not None:
+        recording.depth = max_depth
     if progress is not None:
         progress(stats(final=True))
     return Result(

@@ -117,24 +117,26 @@ class GraphPart:
 
 
 class Recording:
-    """A request to a search (explore, explore_workers) to record the liveness graph, and what
-    it recorded: the parts, and the initial states as (fingerprint, index among the model's
-    initial states), distinct, in order."""
+    """A request to a search (explore, explore_workers) to record the liveness graph of a
+    LivenessSuite's predicates, and what it recorded: the parts, the initial states as
+    (fingerprint, index among the model's initial states), distinct, in order, and the depth."""
 
-    def __init__(self, bits):
-        self.bits = bits
+    def __init__(self, suite):
+        self.suite = suite
+        self.bits = suite.bits
         self.parts: list[GraphPart] = []
         self.initial: list[tuple[int, int]] = []
+        self.depth = 0
 
     def part(self) -> GraphPart:
         part = GraphPart(self.bits)
         self.parts.append(part)
         return part
 
-    def graph(self, model, depth: int) -> Graph | None:
+    def graph(self, model) -> Graph | None:
         """The Graph, or None when a state some edge leads to was never expanded (the search
         stopped early)."""
-        return assemble(self.parts, self.initial, depth, fairness_classes(model))
+        return assemble(self.parts, self.initial, self.depth, fairness_classes(model))
 
 
 def _order(parts: list[GraphPart]) -> list[tuple[int, int]]:

@@ -166,11 +166,13 @@ class ReferenceGraph:
 
 
 def check_liveness(
-    model, suite: LivenessSuite, limits: Limits = Limits(), progress=None, graph: Graph | None = None
+    model, suite: LivenessSuite, limits: Limits = Limits(), progress=None, recording=None
 ) -> LivenessReport:
-    """Build the graph (unless the safety search recorded it: `graph`), then look for a lasso
-    per obligation, properties in declaration order; stops at the first property violated."""
+    """Build the graph (unless the safety search over `model` recorded it: a checker/graph.py
+    Recording), then look for a lasso per obligation, properties in declaration order; stops at
+    the first property violated."""
     start = time.monotonic()
+    graph = None if recording is None else recording.graph(model)
     g, stop = (graph, None) if graph is not None else build_graph(model, suite, limits, progress)
     built = time.monotonic()
     report = LivenessReport(

@@ -308,7 +308,7 @@ def explore_workers(
         result = run.run()
         if recording is not None and result.verdict == "holds":
             recording.parts = run._all("recorded", [None] * n)
-            recording.initial = run.initial
+            recording.initial, recording.depth = run.initial, result.depth
         return result
     finally:
         for conn in pipes:

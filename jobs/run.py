@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,35 +182,28 @@ class CheckRun:
 
 
 def _check_liveness(
-    cfg: Config, names, limits: Limits, progress: bool, reference: bool, recorded: tuple | None = None
+    cfg: Config, names, limits: Limits, progress: bool, reference: bool, model, recording: Recording | None
 ) -> LivenessReport:
-    """The liveness graph of cfg (symmetry off with a broker pool), each property checked on it.
-    `recorded`: (model, suite, recording, depth) when the safety search recorded the graph."""
+    """The liveness graph of cfg (symmetry off with a broker pool), each property checked on it:
+    the graph the safety search over `model` recorded, or else one built by a search of its own."""
     live_cfg = symmetry_for_liveness(cfg)
-    graph = None
-    if recorded is not None:
-        model, suite, recording, depth = recorded
-        start = time.monotonic()
-        graph = recording.graph(model, depth)  # None if the search left a state unexpanded
-        assembled = time.monotonic() - start
-    if graph is None:
+    if recording is None:
         model = ReferenceGraph(live_cfg) if reference else FastModel(live_cfg)
         suite = LivenessSuite(live_cfg, names)
-    with Progress(enabled=progress and graph is None, strategy="bfs") as reporter:
-        report = check_liveness(model, suite, limits, reporter if progress else None, graph)
-    if graph is not None:
-        report.result.elapsed_s += assembled
+    else:
+        suite = recording.suite
+    with Progress(enabled=progress and recording is None, strategy="bfs") as reporter:
+        report = check_liveness(model, suite, limits, reporter if progress else None, recording)
     report.config = live_cfg
     return report
 
 
-def _recording(cfg: Config, names, wanted: bool) -> tuple | None:
-    """(liveness suite, Recording) when the safety search can record the liveness graph itself
+def _recording(cfg: Config, names, wanted: bool) -> Recording | None:
+    """A Recording when the safety search can record the liveness graph itself
     (checker/graph.py): the fast path, local, in the configuration the graph is built under."""
     if not wanted or symmetry_for_liveness(cfg) != cfg:
         return None
-    suite = LivenessSuite(cfg, names)
-    return suite, Recording(suite.bits)
+    return Recording(LivenessSuite(cfg, names))
 
 
 @dataclass(frozen=True)
@@ -262,8 +254,7 @@ def run_check(
         if name not in known:
             raise ConfigError(f"unknown reachability property {name!r}; properties: {', '.join(known)}")
     wanted = bool(liveness or live) and not (only_liveness or reference or simulate or spark)
-    recorder = _recording(cfg, live or None, wanted and strategy == "bfs")
-    recording = None if recorder is None else recorder[1]
+    recording = _recording(cfg, live or None, wanted and strategy == "bfs")
     with Progress(enabled=progress, strategy=None if simulate else strategy) as reporter:
         if only_liveness:
             result = Result("holds", "bfs", 0, 0, 0, 0.0)
@@ -319,8 +310,7 @@ def run_check(
             )
     report = None
     if (liveness or live) and result.verdict == "holds":
-        recorded = None if recorder is None else (model, recorder[0], recording, result.depth)
-        report = _check_liveness(cfg, live or None, limits, progress, reference, recorded)
+        report = _check_liveness(cfg, live or None, limits, progress, reference, model, recording)
         result = report.merged(result, replace_counts=only_liveness)
     for name, trace in result.reached.items():
         if not suite.confirm_reached(name, trace[-1][1], trace[-2][1]):

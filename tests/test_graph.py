@@ -34,13 +34,13 @@ CONFIGS = {
 
 def _recorded(cfg: Config, suite: LivenessSuite, workers: int):
     """The graph the safety search records, with no invariant to stop it."""
-    model, checks, recording = FastModel(cfg), InvariantSuite(cfg, []), Recording(suite.bits)
+    model, checks, recording = FastModel(cfg), InvariantSuite(cfg, []), Recording(suite)
     if workers == 1:
         result = explore(model, checks, recording=recording)
     else:
         result = explore_workers(model, checks, workers, recording=recording)
     assert result.verdict == "holds"
-    return recording.graph(model, result.depth)
+    return recording.graph(model)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -61,16 +61,16 @@ def test_the_recorded_graph_is_the_built_graph(name, workers):
 
 def test_a_search_cut_short_records_no_graph():
     cfg = Config(**SMALL, max_fences=1).validated()
-    model, recording = FastModel(cfg), Recording(LivenessSuite(cfg).bits)
+    model, recording = FastModel(cfg), Recording(LivenessSuite(cfg))
     result = explore(model, InvariantSuite(cfg, []), limits=Limits(max_states=200), recording=recording)
     assert result.stop_reason == "max states 200"
-    assert recording.graph(model, result.depth) is None
+    assert recording.graph(model) is None
 
 
 def test_the_graph_is_recorded_breadth_first_only():
     cfg = Config(**SMALL).validated()
     with pytest.raises(ValueError, match="breadth-first"):
-        explore(FastModel(cfg), None, "dfs", recording=Recording(LivenessSuite(cfg).bits))
+        explore(FastModel(cfg), None, "dfs", recording=Recording(LivenessSuite(cfg)))
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
