@@ -17,7 +17,7 @@ from operator import attrgetter, itemgetter
 
 from kafkamc.checker.budget import DEFAULT_MIB, CacheBudget, entries_for, store
 from kafkamc.checker.components import UNKNOWN, Components, Fresh
-from kafkamc.checker.outcomes import Outcomes, StepCache
+from kafkamc.checker.outcomes import Mapped, Outcomes, StepCache
 from kafkamc.checker.verify import EVERY, FIRST, FastPathError, check_candidates, check_observed, check_symmetry
 from kafkamc.spec import symmetry
 from kafkamc.spec.config import Config
@@ -51,6 +51,8 @@ class FastSuccessors:
         self.cand_key: list = [None] + [itemgetter(b, 0, self.n + 2) for b in cfg.brokers]
         self.cand_caches: list = [None] + [{} for _ in cfg.brokers]
         self.observe_cache: dict = {}
+        self.states = 0  # expanded through transitions(): the candidate caches' lookups, n each
+        self.observe_lookups = self.observe_misses = 0
         self.candidate_runs = [0] * (self.n + 1)  # candidate-cache misses per broker (checker/verify.py)
         self.observe_wide: frozenset | None = None  # parts observe read beyond the usual key
         # With symmetry over a pool (checker FastModel.pooled), the kinds of action whose
@@ -120,9 +122,9 @@ class FastSuccessors:
                 if entry is None:
                     outcomes, reads = self.outcomes.run(sc, state, comps, parts, a)
                     sc.put(parts, outcomes, reads)
-                    if reads <= local:
+                    if reads <= local and outcomes.__class__ is not Mapped:
                         fixed = outcomes
-                elif entry.__class__ is not StepCache:
+                elif entry.__class__ is not StepCache and entry.__class__ is not Mapped:
                     fixed = entry  # stored on the first level: its run read only the key
             out.append((a, type(a), fixed, sc))
         result = tuple(out)
@@ -181,6 +183,7 @@ class FastSuccessors:
         miss of the observe cache (its key: observe_key). The quiet value and test are filled
         by transitions()."""
         G = self.n + 1
+        self.observe_misses += 1
         g, widened = self.outcomes.observed(comps)
         if widened:
             key = self.observe_key(comps)
@@ -211,6 +214,7 @@ class FastSuccessors:
         a step that keeps the controller and the ghost gets its value from the observe cache
         entry, and builds its successor only when that is new."""
         G = self.n + 1
+        self.states += 1
         verify = False
         if self.verify:
             self.expanded += 1
@@ -264,6 +268,8 @@ class FastSuccessors:
                         outcomes = outcomes.store.get(outcomes.key(parts))
                     if outcomes is None:
                         outcomes = self.outcomes.cached(sc, state, comps, parts, action)
+                    elif outcomes.__class__ is Mapped:
+                        outcomes = self.outcomes.apply(outcomes, comps)
                 for changes, delta, mask in outcomes:
                     index += 1
                     observed = mask & touch or not screen
@@ -277,6 +283,7 @@ class FastSuccessors:
                         for i, x, _ in changes:
                             new[i] = x
                         okey = okey_of(new)
+                        self.observe_lookups += 1
                         seen = observe_get(okey)
                         if seen is None:
                             seen = self._observe_miss(new, okey)
@@ -340,6 +347,28 @@ class FastSuccessors:
                         fp,
                         new_tuple(Fresh, (mask | ghost if seen[0] is not comps[G] else mask, child)),
                     )
+
+    def cache_stats(self) -> dict:
+        """Each cache's lookups and misses so far: the step caches by action type (a RoundTrip's
+        halves apart), the candidates and the observations. A lookup the candidates' cache
+        answered with a step's fixed outcome is counted by neither."""
+        out: dict = {}
+
+        def count(name: str, lookups: int, misses: int) -> None:
+            had = out.get(name, (0, 0))
+            out[name] = (had[0] + lookups, had[1] + misses)
+
+        for action, sc in self.caches.items():
+            name = type(action).__name__
+            count(name, sc.lookups + sc.looked, sc.runs)
+            for half, hc in zip((".handle", ".receive"), sc.halves or ()):
+                count(name + half, hc.lookups + hc.looked, hc.runs)
+        count("candidates", self.states * self.n, sum(self.candidate_runs))
+        count("observe", self.states + self.observe_lookups, self.observe_misses)
+        return {
+            name: {"lookups": n, "misses": m, "hit_rate": round(1 - m / n, 4) if n else None}
+            for name, (n, m) in sorted(out.items())
+        }
 
     def expand(self, state: State):
         """(action, successor, its fingerprint before symmetry), in candidate order."""

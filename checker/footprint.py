@@ -15,6 +15,10 @@ to update.
 
 Part positions, the same as the fast path's key parts: 0 the controller, b broker b,
 n+1 the ghost, n+2 the budget, n+2+b only broker b's `stalled` flag.
+
+A step that does the same to every broker (State.map_brokers) is not noted reading them
+when the run records into a Reads: the map is noted instead, with what it made of each
+broker, and checker/outcomes.py applies it to each broker on its own (Mapped).
 """
 
 from __future__ import annotations
@@ -24,6 +28,16 @@ from collections import _tuplegetter  # type: ignore[attr-defined]  # NamedTuple
 from kafkamc.spec.state import State
 
 _new = tuple.__new__
+
+
+class Reads(set):
+    """A run's reads, with the maps it applied: (fn, the brokers it made), in order."""
+
+    __slots__ = ("maps",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maps: list = []
 
 
 def _compile_replace():
@@ -92,6 +106,17 @@ class RecordingState(State):
         bs: list = list(self._bs)
         bs[b - 1] = broker
         return _new(type(self), (self._c, tuple(bs), self._g, self._u, self._reads))
+
+    def map_brokers(self, fn) -> RecordingState:
+        """Into a Reads, the map is noted rather than the brokers (module docstring); into a
+        plain set, every broker is noted read."""
+        reads = self._reads
+        if reads.__class__ is not Reads:
+            bs = tuple(map(fn, self.brokers))
+        else:
+            bs = tuple(map(fn, self._bs))
+            reads.maps.append((fn, bs))
+        return _new(type(self), (self._c, bs, self._g, self._u, reads))
 
     def _all(self) -> tuple:
         """The four fields, every part noted as read (for a read that sees them all)."""

@@ -7,6 +7,11 @@ positions. It is computed by running the spec's own step function on a Recording
 read so far (StepCache); when a run reads a part outside that key, the key grows and the
 action's cache starts afresh. Nothing here names what a step reads.
 
+A step that maps every broker on its own (State.map_brokers: a hard crash forgets every
+broker's HW checkpoint) is stored as a Mapped: the changes its key fixes, and the map, which
+is applied to each other broker on its own at each hit, through a memo per broker value. Its
+key is then the parts it read otherwise (the crashed broker, the budget), not every broker.
+
 A step that is a RoundTrip (spec/rpc.py: Fetch) is computed from its three halves, each
 the spec's own function with a cache of its own keyed the same way, plus the request or
 response it is given: far fewer distinct halves occur than whole exchanges.
@@ -16,15 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Set as AbstractSet
 from operator import itemgetter
-from typing import Any
+from typing import Any, NamedTuple
 
-from kafkamc.checker.budget import CacheBudget, drop_older_half
-from kafkamc.checker.footprint import ObservingState, RecordingState, recorded
+from kafkamc.checker.budget import CacheBudget, drop_older_half, store
+from kafkamc.checker.footprint import ObservingState, Reads, RecordingState, recorded
 from kafkamc.checker.verify import EVERY, FIRST, FastPathError, check_step, describe_outcomes
 from kafkamc.spec.rpc import RoundTrip
 from kafkamc.spec.state import State
 
 NOTHING: frozenset = frozenset()
+_first = itemgetter(0)  # a change's position: changes are kept in position order
 _new = tuple.__new__
 
 
@@ -42,7 +48,7 @@ class StepCache:
     Determinism makes that sound: states that agree on the key run the same way up to
     their first read outside it, so they all read outside it."""
 
-    __slots__ = ("reads", "key", "store", "halves", "runs", "budget", "lookups", "tried", "skip")
+    __slots__ = ("reads", "key", "store", "halves", "runs", "budget", "lookups", "looked", "tried", "skip")
 
     def __init__(self, reads=None, budget: CacheBudget | None = None) -> None:
         self.reads: frozenset | None = reads
@@ -53,6 +59,7 @@ class StepCache:
         # What the budget (checker/budget.py) weighs; a sub-cache has none: its parent counts.
         self.budget = budget
         self.lookups = 0  # since the budget's last sweep
+        self.looked = 0  # before it: lookups + looked are the run's (the bench's hit rates)
         self.tried = 0  # runs at the last sweep
         self.skip = False  # stores nothing until the next sweep: it hit too rarely
         if budget is not None:
@@ -94,6 +101,7 @@ class StepCache:
         return self.runs - self.tried
 
     def new_period(self) -> None:
+        self.looked += self.lookups
         self.lookups, self.tried = 0, self.runs
 
     def empty(self) -> None:
@@ -107,6 +115,19 @@ class StepCache:
 def _outcomes(entries) -> int:
     """The outcomes in a StepCache's entries: an entry is one, or a sub-cache of them."""
     return sum(len(v.store) if v.__class__ is StepCache else 1 for v in entries)
+
+
+class Mapped(NamedTuple):
+    """A step's outcomes whose runs mapped brokers (module docstring): per successor, the
+    (changes, XOR, mask) of the parts its key fixes, and (fn, the positions fn maps)."""
+
+    fixed: tuple
+    maps: tuple
+
+
+def _brokers(nxt: State) -> tuple:
+    """A step's successor's brokers, read without noting (a RecordingState notes its own)."""
+    return nxt[1] if nxt.__class__ is State else nxt._bs  # type: ignore[attr-defined]
 
 
 def _getter(reads):
@@ -126,8 +147,9 @@ class Outcomes:
         self.steps = fast.model.steps
         # Under the symmetry reduction, some step runs on misses are checked to be equivariant.
         self.symmetric = self.cfg.symmetry
+        self.memo: dict = {}  # (map function, id of an interned component) -> the interned result
 
-    def changes(self, comps: list, nxt: State, reads: set) -> tuple:
+    def changes(self, comps: list, nxt: State, reads: set, skip: tuple = ()) -> tuple:
         """((position, interned component), ...) where nxt (a State or a RecordingState: its
         items are read directly, not recorded) differs from comps; each position a step
         replaced (even by an equal value) counts as read."""
@@ -138,15 +160,16 @@ class Outcomes:
         else:  # a RecordingState: read without noting (its own indexing notes every part)
             items = (nxt._c, *nxt._bs, nxt._g, nxt._u)  # type: ignore[attr-defined]
         for i, x in enumerate(items):
-            if x is not comps[i]:
+            if x is not comps[i] and i not in skip:
                 reads.add(i)
                 x = intern(x, tags[i])
                 if x is not comps[i]:
                     out.append((i, x))
         return tuple(out)
 
-    def run(self, sc: StepCache, state: State, comps: list, parts: list, action) -> tuple:
-        """(outcomes, reads) of one action (sc: its StepCache) from a state made of interned comps."""
+    def run(self, sc: StepCache, state: State, comps: list, parts: list, action, maps: bool = True) -> tuple:
+        """(outcomes, reads) of one action (sc: its StepCache) from a state made of interned comps;
+        maps=False: a map counts every broker read (the outcomes are never a Mapped)."""
         step = self.steps[type(action)]
         sc.runs += 1
         if self.symmetric and (sc.runs <= FIRST or sc.runs % EVERY == 0):
@@ -155,20 +178,58 @@ class Outcomes:
             if sc.halves is None:
                 sc.halves = (StepCache(budget=sc.budget), StepCache(budget=sc.budget))
             return self._round_trip(step, sc.halves, state, comps, parts, action)
-        reads: set = set()
+        reads = Reads() if maps else set()
         out = step(self.cfg, RecordingState.of(state, reads), action)
         if out is None:
             return (), reads
+        outs = (out,) if isinstance(out, State) else out
+        if maps and reads.maps:  # type: ignore[attr-defined]
+            return self._mapped(comps, outs, reads), reads  # type: ignore[arg-type]
         with_delta, changes = self.fast.with_delta, self.changes
-        if isinstance(out, State):
-            return (with_delta(comps, changes(comps, out, reads)),), reads
-        return tuple(with_delta(comps, changes(comps, nxt, reads)) for nxt in out), reads
+        return tuple(with_delta(comps, changes(comps, nxt, reads)) for nxt in outs), reads
+
+    def _mapped(self, comps: list, outs, reads: Reads):
+        """The outcomes of a run that mapped the brokers: each broker it neither read nor
+        replaced after the map is left to the map (Mapped); with more than one map, every
+        broker counts as read."""
+        n, with_delta = self.n, self.fast.with_delta
+        if len(reads.maps) > 1:
+            reads.update(range(1, n + 1))
+            return tuple(with_delta(comps, self.changes(comps, nxt, reads)) for nxt in outs)
+        fn, made = reads.maps[0]
+        maps = tuple(
+            (fn, tuple(j for j in range(1, n + 1) if j not in reads and _brokers(nxt)[j - 1] is made[j - 1]))
+            for nxt in outs
+        )
+        fixed = tuple(with_delta(comps, self.changes(comps, nxt, reads, skip)) for nxt, (_, skip) in zip(outs, maps))
+        return Mapped(fixed, maps) if any(skip for _, skip in maps) else fixed
+
+    def apply(self, mapped: Mapped, comps: list) -> tuple:
+        """A Mapped's outcomes on a state made of comps: its map applied to each broker it
+        leaves to the map, each result interned once per broker value (memo)."""
+        fast, memo = self.fast, self.memo
+        out = []
+        for (changes, delta, mask), (fn, positions) in zip(mapped.fixed, mapped.maps):
+            extra = []
+            for j in positions:
+                x = comps[j]
+                y = memo.get((fn, id(x)))
+                if y is None:
+                    y = fast.components.intern(fn(x), fast.tags[j])
+                    store(memo, (fn, id(x)), y, fast.budget.dict_limit)
+                if y is not x:
+                    extra.append((j, y))
+            if extra:
+                more, d, m = fast.with_delta(comps, extra)
+                changes, delta, mask = tuple(sorted(changes + more, key=_first)), delta ^ d, mask | m
+            out.append((changes, delta, mask))
+        return tuple(out)
 
     def cached(self, sc: StepCache, state: State, comps: list, parts: list, action) -> tuple:
         """The outcomes of an action on a miss of its StepCache, computed and stored."""
         computed, reads = self.run(sc, state, comps, parts, action)
         sc.put(parts, computed, reads)
-        return computed
+        return self.apply(computed, comps) if computed.__class__ is Mapped else computed
 
     def verified(self, sc: StepCache, state: State, comps: list, parts: list, action, fixed=None) -> tuple:
         """The outcomes of an action computed again, and compared with what its StepCache holds
@@ -176,7 +237,11 @@ class Outcomes:
         entry = sc.store.get(sc.key(parts)) if sc.reads is not None else None
         if entry.__class__ is StepCache:
             entry = entry.store.get(entry.key(parts))
+        if entry.__class__ is Mapped:
+            entry = self.apply(entry, comps)
         computed = self.cached(sc, state, comps, parts, action)
+        if sc.store.get(sc.key(parts)).__class__ is Mapped:  # the map applied, against the step run whole
+            entry, computed = computed, self.run(sc, state, comps, parts, action, maps=False)[0]
         for held in (entry, fixed):
             if held is not None and held != computed:
                 raise FastPathError(

@@ -80,13 +80,16 @@ def run_one(name: str) -> dict:
     """One run of the table, in this process."""
     cfg, engine = RUNS[name]
     levels: list = []  # Spark's progress reports: the last one has the shuffle's totals
-    start = time.monotonic()
+    caches = None  # one process: each cache's lookups, misses and hit rate
+    start, cpu = time.monotonic(), time.process_time()
     if engine == "local":
         from kafkamc.checker.explorer import explore
         from kafkamc.checker.fast import FastModel
         from kafkamc.invariants.suite import InvariantSuite
 
-        result = explore(FastModel(cfg), InvariantSuite(cfg))
+        model = FastModel(cfg)
+        result = explore(model, InvariantSuite(cfg))
+        caches = model.fast.cache_stats()
     elif engine == "simulate":
         from kafkamc.checker.fast import FastModel
         from kafkamc.checker.simulate import Simulation, simulate
@@ -134,6 +137,8 @@ def run_one(name: str) -> dict:
         "states_generated": result.states_generated,
         "depth": result.depth,
         "elapsed_s": round(elapsed, 2),
+        # This process's CPU time: steadier than elapsed on a machine shared with other work.
+        "cpu_s": round(time.process_time() - cpu, 2),
         "distinct_states_per_s": round(result.distinct_states / elapsed),
         # This process's peak, plus the largest worker's: a --workers process, or a Spark
         # Python worker (Spark's JVMs are not counted).
@@ -145,6 +150,7 @@ def run_one(name: str) -> dict:
         "peak_bytes_per_state": round(result.peak_bytes_per_state),
         "collision_probability": float(f"{result.collision_probability:.1e}"),
         **({} if engine != "simulate" else _walk_rates(result, elapsed)),
+        **({} if caches is None else {"caches": caches}),
     }
 
 

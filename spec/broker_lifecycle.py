@@ -214,12 +214,15 @@ def checkpoint_high_watermarks(cfg: Config, state: State, a: CheckpointHighWater
     return state.with_broker(b, replace(br, checkpoint_hw=br.hw))
 
 
-def forget_checkpoints(state: State) -> State:
-    """No hard crash is left: no checkpoint will be read again, so none is kept (all 0). A
+def forget_checkpoint(br: Broker) -> Broker:
+    """No hard crash is left: no checkpoint will be read again, so none is kept (0). A
     reduction of the model, not Kafka's behaviour: the files stay, unread."""
-    if not any(br.checkpoint_hw for br in state.brokers):
-        return state
-    return replace(state, brokers=tuple(replace(br, checkpoint_hw=0) for br in state.brokers))
+    return replace(br, checkpoint_hw=0) if br.checkpoint_hw else br
+
+
+def forget_checkpoints(state: State) -> State:
+    """forget_checkpoint on every broker, each on its own (State.map_brokers)."""
+    return state.map_brokers(forget_checkpoint)
 
 
 def broker_crash(cfg: Config, state: State, a: BrokerCrash) -> State | None:

@@ -219,6 +219,13 @@ class State(NamedTuple):
         bs[b - 1] = broker
         return State(self.controller, tuple(bs), self.ghost, self.budget)
 
+    def map_brokers(self, fn) -> State:
+        """Every broker replaced by fn(broker). fn must read nothing but the broker it is
+        given: the fast path then applies it to each broker on its own, and caches it per
+        broker (checker/footprint.py), so a step that does the same to every broker is not
+        keyed on all of them."""
+        return State(self.controller, tuple(map(fn, self.brokers)), self.ghost, self.budget)
+
     def leads(self, b: int) -> bool:
         """Broker b is alive and acts as leader on the metadata it has (maybe a zombie)."""
         br = self.broker(b)
