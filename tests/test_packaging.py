@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,14 @@ def test_kafkamc_stays_a_namespace_package(tmp_path):
     code = "import kafkamc; print(getattr(kafkamc, '__file__', None))"
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert p.stdout.strip() == "None", p.stderr
+
+
+def test_the_native_core_is_the_optional_extension_checker_native_loads():
+    """pyproject.toml declares one Rust extension, optional (an install without cargo still
+    succeeds), at the name checker/native.py imports; the install puts it beside the packages,
+    never in the source tree's kafkamc/ (the test above)."""
+    from kafkamc.checker import native
+
+    exts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools-rust"]["ext-modules"]
+    assert [(e["target"], e["optional"], e["debug"]) for e in exts] == [(native.MODULE, True, False)]
+    assert (ROOT / exts[0]["path"]).is_file()
