@@ -1,11 +1,16 @@
-"""One build step that pyproject.toml cannot declare: the native core in a strict editable install.
+"""The native core, kafkamc._core (native/, issue 40): the one part of the build pyproject.toml
+does not declare. Everything else is there.
 
-Everything else is in pyproject.toml, including the extension itself ([tool.setuptools-rust]).
-setuptools-rust wraps this build_ext and, after it runs, builds native/ and copies the library to
-where build_ext's `inplace` says. An editable install sets `inplace`, which puts the library in the
-source tree's kafkamc/, where the strict mode's link tree (README's install) never looks: it links
-only the files the build commands list as outputs. So in strict mode the library goes to build_lib
-and is listed here, and the link tree copies it; the source tree stays as committed.
+The extension is optional: without cargo, or when its build fails, the install still succeeds
+with the pure-Python engine (checker/native.py says which). debug=False: an editable install
+would otherwise build it unoptimised. It is declared here rather than in [tool.setuptools-rust],
+from which setuptools-rust wraps build_ext twice and runs cargo twice.
+
+setuptools-rust wraps the build_ext below and, after it runs, builds native/ and copies the
+library to where build_ext's `inplace` says. An editable install sets `inplace`, which would put
+the library in the source tree's kafkamc/, where the strict mode's link tree (the README's
+install) never looks: it takes only the files the build commands list as outputs. So in strict
+mode the library goes to build_lib and is listed here, and the link tree copies it.
 """
 
 from __future__ import annotations
@@ -14,6 +19,9 @@ from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
+from setuptools_rust import RustExtension
+
+CORE = RustExtension("kafkamc._core", "native/Cargo.toml", features=["python"], optional=True, debug=False)
 
 
 def _strict_editable(cmd: build_ext) -> bool:
@@ -28,9 +36,9 @@ class BuildExt(build_ext):
             self.inplace = False  # read by setuptools-rust's build_rust, which runs next
 
     def get_outputs(self) -> list[str]:
-        # The Rust libraries build_rust left in build_lib (none when the optional build failed).
+        # The library build_rust left in build_lib (none when the optional build failed).
         rust = [str(p) for p in Path(self.build_lib, "kafkamc").glob("_core.*") if not self.inplace]
         return super().get_outputs() + rust
 
 
-setup(cmdclass={"build_ext": BuildExt})
+setup(rust_extensions=[CORE], cmdclass={"build_ext": BuildExt})
