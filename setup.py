@@ -30,14 +30,21 @@ def _strict_editable(cmd: build_ext) -> bool:
 
 
 class BuildExt(build_ext):
+    def _built(self) -> list[Path]:
+        return list(Path(self.build_lib, "kafkamc").glob("_core.*"))
+
     def run(self) -> None:
+        # `pip install .` reuses the source tree's build/lib: a library left there by an earlier
+        # install would be shipped again if this build failed, an old core posing as the new one.
+        for stale in self._built():
+            stale.unlink()
         super().run()
         if self.editable_mode and _strict_editable(self):
             self.inplace = False  # read by setuptools-rust's build_rust, which runs next
 
     def get_outputs(self) -> list[str]:
         # The library build_rust left in build_lib (none when the optional build failed).
-        rust = [str(p) for p in Path(self.build_lib, "kafkamc").glob("_core.*") if not self.inplace]
+        rust = [] if self.inplace else [str(p) for p in self._built()]
         return super().get_outputs() + rust
 
 
