@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -54,3 +55,23 @@ def test_kafkamc_stays_a_namespace_package(tmp_path):
     code = "import kafkamc; print(getattr(kafkamc, '__file__', None))"
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert p.stdout.strip() == "None", p.stderr
+
+
+def test_the_native_core_is_the_optional_extension_checker_native_loads():
+    """setup.py declares one Rust extension, optional (an install without cargo still succeeds)
+    and optimised, at the name checker/native.py imports; the install puts it beside the
+    packages, never in the source tree's kafkamc/ (the test above)."""
+    from kafkamc.checker import native
+
+    calls = [
+        n
+        for n in ast.walk(ast.parse((ROOT / "setup.py").read_text()))
+        if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "RustExtension"
+    ]
+    assert len(calls) == 1
+    (target, manifest), options = [ast.literal_eval(a) for a in calls[0].args], calls[0].keywords
+    assert target == native.MODULE and (ROOT / manifest).is_file()
+    assert {k.arg: ast.literal_eval(k.value) for k in options if k.arg in ("optional", "debug")} == {
+        "optional": True,
+        "debug": False,
+    }

@@ -1,0 +1,238 @@
+//! The visited set: 64-bit fingerprints in one open-addressing table with linear probing.
+//!
+//! The same table as checker/visited.py's `FingerprintSet`, slot for slot: the same hash, the
+//! same load limit and the same doubling, so both engines store and grow identically and
+//! tests/test_native.py can compare them call by call.
+
+/// An empty slot. Fingerprint 0 is stored as 1 (a 2^-64 bias, as in the Python set).
+const EMPTY: u64 = 0;
+
+/// The first table of the Python set (`FingerprintSet(capacity=1 << 16)`).
+pub const DEFAULT_CAPACITY: usize = 1 << 16;
+
+/// The table's home slot for `fp`: the low bits, with high bits folded in (checker/visited.py).
+#[inline]
+fn home(fp: u64, mask: usize) -> usize {
+    ((fp ^ (fp >> 29)) as usize) & mask
+}
+
+/// Open addressing over `u64` fingerprints, kept at most 3/4 full.
+pub struct FpSet {
+    table: Vec<u64>,
+    count: usize,
+    limit: usize,
+}
+
+impl FpSet {
+    /// A set of `capacity` slots; `capacity` must be a power of two (the probe masks with it).
+    pub fn with_capacity(capacity: usize) -> Self {
+        assert!(capacity.is_power_of_two(), "FpSet capacity {capacity} is not a power of two");
+        FpSet { table: vec![EMPTY; capacity], count: 0, limit: load_limit(capacity) }
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The table's size in bytes, as the Python set's `nbytes`.
+    pub fn nbytes(&self) -> usize {
+        self.table.len() * std::mem::size_of::<u64>()
+    }
+
+    /// Add `fp`; false if it was already there.
+    pub fn add(&mut self, fp: u64) -> bool {
+        let fp = if fp == EMPTY { 1 } else { fp };
+        let mask = self.table.len() - 1;
+        let mut i = home(fp, mask);
+        loop {
+            let v = self.table[i];
+            if v == fp {
+                return false;
+            }
+            if v == EMPTY {
+                break;
+            }
+            i = (i + 1) & mask;
+        }
+        self.table[i] = fp;
+        self.count += 1;
+        if self.count > self.limit {
+            self.grow();
+        }
+        true
+    }
+
+    pub fn contains(&self, fp: u64) -> bool {
+        let fp = if fp == EMPTY { 1 } else { fp };
+        let mask = self.table.len() - 1;
+        let mut i = home(fp, mask);
+        loop {
+            let v = self.table[i];
+            if v == fp {
+                return true;
+            }
+            if v == EMPTY {
+                return false;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Double the table; the old one holds no duplicates, so each fingerprint takes the first free slot.
+    fn grow(&mut self) {
+        let size = 2 * self.table.len();
+        let mask = size - 1;
+        let mut table = vec![EMPTY; size];
+        for &fp in self.table.iter().filter(|&&fp| fp != EMPTY) {
+            let mut i = home(fp, mask);
+            while table[i] != EMPTY {
+                i = (i + 1) & mask;
+            }
+            table[i] = fp;
+        }
+        self.table = table;
+        self.limit = load_limit(size);
+    }
+}
+
+impl Default for FpSet {
+    fn default() -> Self {
+        FpSet::with_capacity(DEFAULT_CAPACITY)
+    }
+}
+
+/// `int(capacity * 0.75)` as the Python set computes it (exact for every power of two).
+fn load_limit(capacity: usize) -> usize {
+    capacity / 4 * 3 + capacity % 4 * 3 / 4
+}
+
+/// The Python class `kafkamc._core.FpSet`: a thin wrapper, all logic above.
+#[cfg(feature = "python")]
+mod python {
+    use pyo3::exceptions::PyValueError;
+    use pyo3::prelude::*;
+
+    #[pyclass(name = "FpSet", module = "kafkamc._core")]
+    pub struct PyFpSet(super::FpSet);
+
+    #[pymethods]
+    impl PyFpSet {
+        #[new]
+        #[pyo3(signature = (capacity = super::DEFAULT_CAPACITY))]
+        fn new(capacity: usize) -> PyResult<Self> {
+            // A ValueError for the caller's mistake; the core's assert stays for Rust callers.
+            if !capacity.is_power_of_two() {
+                return Err(PyValueError::new_err(format!("capacity {capacity} is not a power of two")));
+            }
+            Ok(PyFpSet(super::FpSet::with_capacity(capacity)))
+        }
+
+        fn add(&mut self, fp: u64) -> bool {
+            self.0.add(fp)
+        }
+
+        fn __contains__(&self, fp: u64) -> bool {
+            self.0.contains(fp)
+        }
+
+        fn __len__(&self) -> usize {
+            self.0.len()
+        }
+
+        #[getter]
+        fn nbytes(&self) -> usize {
+            self.0.nbytes()
+        }
+    }
+}
+
+#[cfg(feature = "python")]
+pub use python::PyFpSet;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adds_once() {
+        let mut s = FpSet::with_capacity(8);
+        assert!(s.add(42));
+        assert!(!s.add(42));
+        assert_eq!(s.len(), 1);
+        assert!(s.contains(42) && !s.contains(43));
+    }
+
+    #[test]
+    fn zero_is_stored_as_one() {
+        let mut s = FpSet::with_capacity(8);
+        assert!(s.add(0));
+        assert!(!s.add(1), "0 and 1 are one fingerprint");
+        assert!(s.contains(0) && s.contains(1));
+        assert_eq!(s.len(), 1);
+    }
+
+    #[test]
+    fn collisions_probe_linearly() {
+        // Fingerprints below 2^29 hash to themselves: 3, 11 and 19 share slot 3 of 8.
+        let mut s = FpSet::with_capacity(8);
+        for fp in [3, 11, 19] {
+            assert!(s.add(fp));
+        }
+        assert_eq!(s.table[3..6], [3, 11, 19]);
+        assert!(!s.add(19) && s.contains(11) && !s.contains(27));
+    }
+
+    #[test]
+    fn probe_wraps_around_the_end() {
+        let mut s = FpSet::with_capacity(8);
+        assert!(s.add(7) && s.add(15));
+        assert_eq!((s.table[7], s.table[0]), (7, 15));
+        assert!(s.contains(15));
+    }
+
+    #[test]
+    fn grows_past_three_quarters() {
+        let mut s = FpSet::with_capacity(8);
+        for fp in 1..=6 {
+            s.add(fp);
+        }
+        assert_eq!(s.nbytes(), 64, "6 of 8 is the limit, not past it");
+        s.add(7);
+        assert_eq!((s.nbytes(), s.len()), (128, 7));
+        assert!((1..=7).all(|fp| s.contains(fp)) && !s.contains(8));
+    }
+
+    #[test]
+    fn many_random_fingerprints_agree_with_a_hash_set() {
+        let mut s = FpSet::with_capacity(1);
+        let mut seen = std::collections::HashSet::new();
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..200_000 {
+            // xorshift64; every fourth value is repeated from a small range, to exercise duplicates.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let fp = if x % 4 == 0 { x % 1000 } else { x };
+            assert_eq!(s.add(fp), seen.insert(if fp == 0 { 1 } else { fp }));
+        }
+        assert_eq!(s.len(), seen.len());
+        assert!(s.len() * 4 <= s.table.len() * 3);
+    }
+
+    #[test]
+    fn load_limit_is_pythons_int_of_three_quarters() {
+        for (capacity, limit) in [(1, 0), (2, 1), (4, 3), (8, 6), (1 << 16, 49152)] {
+            assert_eq!(load_limit(capacity), limit);
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "not a power of two")]
+    fn capacity_must_be_a_power_of_two() {
+        FpSet::with_capacity(12);
+    }
+}
