@@ -64,6 +64,7 @@ class Components:
         self.by_serial: list = []  # serial number -> object: a state kept as its serial numbers is rebuilt
         self.numbers: list[int] = []  # serial number -> the int object the serial dict holds (see Codec.state)
         self.at: list[list] = [[] for _ in tags]  # position -> [serial] -> mix(position, fp)
+        self.listeners: list = []  # called with (serial, object, tag) for each new component: the native core
 
     def intern(self, obj, tag: int):
         if id(obj) in self.fp:
@@ -79,6 +80,8 @@ class Components:
             self.numbers.append(number)
             for position, kind in enumerate(self.tags):
                 self.at[position].append(mix(position, fp) if kind == tag else 0)
+            for listener in self.listeners:
+                listener(number, obj, tag)
         return known
 
     def xor(self, numbers) -> int:

@@ -14,9 +14,11 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import contextmanager
 
+from kafkamc.checker import native
 from kafkamc.checker.fast import UNKNOWN, screened
 from kafkamc.checker.frontier import queue_for
 from kafkamc.checker.memory import peak_rss
+from kafkamc.checker.native_search import explore_native, unsupported
 from kafkamc.checker.search import STRATEGIES, Limits, Result, Violation, replay_path, verdict_of
 from kafkamc.checker.visited import FingerprintSet, Nodes
 
@@ -49,15 +51,36 @@ def explore(
     progress_every: float = 1.0,
     stop_when_reached: frozenset = frozenset(),
     recording=None,
+    engine: str = "auto",
 ) -> Result:
     """Enumerate reachable states; stop at the first invariant violation or at a limit.
 
     Reachability properties of `checks` (reach_functions) are tried on every step until
     each is first seen; the search also stops once every name in stop_when_reached is.
     `recording` (checker/graph.py), breadth-first only: record the liveness graph on the way.
+    engine "auto": the native core (checker/native_search.py) where it is built and serves
+    this search, else this module's loop, the Python engine, which "python" asks for; the
+    result's `core` says which ran, and why not the core.
     """
+    core, note = (None, "") if engine == "python" else _core_for(model, checks, strategy, limits, recording)
     with cyclic_gc_paused():
-        return _explore(model, checks, strategy, limits, progress, progress_every, stop_when_reached, recording)
+        if core is not None:
+            result = explore_native(core, model, checks, limits, progress, progress_every, stop_when_reached)
+        else:
+            result = _explore(model, checks, strategy, limits, progress, progress_every, stop_when_reached, recording)
+    result.core, result.core_note = ("native" if core is not None else "python"), note
+    return result
+
+
+def _core_for(model, checks, strategy, limits, recording) -> tuple:
+    """(the native core's module, "") when it serves this search, else (None, the one line
+    that says why the Python engine runs)."""
+    what = "a search without a compiled invariant suite" if not hasattr(checks, "state_test") else None
+    what = what or unsupported(model, strategy, recording, limits)
+    if what is not None:
+        return None, f"the native core does not serve {what}; using the Python engine"
+    module = native.load()
+    return (module, "") if module is not None else (None, native.why_not())
 
 
 def _explore(model, checks, strategy, limits, progress, progress_every, stop_when_reached, recording) -> Result:

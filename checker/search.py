@@ -49,6 +49,8 @@ class Result:
     visited_bytes: int = 0  # the visited set and parent pointers, in bytes
     worker_peak_mib: float = 0.0  # Spark: the largest Python worker's peak resident memory
     peak_rss: int = 0  # peak resident memory in bytes, summed over the search's processes (0: unknown)
+    core: str | None = None  # one process: "native" or "python" (checker/explorer.py explore)
+    core_note: str = ""  # why the Python engine ran where the native core was not asked away
 
     @property
     def bytes_per_state(self) -> float:

@@ -233,7 +233,7 @@ def spark_settings(engine, strategy, master, partitions, checkpoint_dir, conf, s
 def workers_setting(value: str, strategy: str, engine: str) -> int:
     """--workers: a positive number, or auto (one per CPU this process may use, at most 8)."""
     if value == "auto":
-        if strategy != "bfs" or engine != "local":
+        if strategy != "bfs" or engine not in ("local", "python"):
             return 1
         return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
     try:
@@ -244,7 +244,7 @@ def workers_setting(value: str, strategy: str, engine: str) -> int:
         raise UsageProblem(f"--workers must be at least 1 (got {n})")
     if n > 1 and strategy != "bfs":
         raise UsageProblem("--workers runs breadth-first only; drop --strategy dfs")
-    if n > 1 and engine != "local":
+    if n > 1 and engine not in ("local", "python"):
         raise UsageProblem(f"--workers is for the local engine, not --engine {engine}")
     return n
 

@@ -87,10 +87,11 @@ def cli(ctx):
 )
 @click.option(
     "--engine",
-    type=click.Choice(("local", "reference", "spark")),
+    type=click.Choice(("local", "python", "reference", "spark")),
     default="local",
     show_default=True,
-    help="local: the fast path, in one process or --workers; reference: a plain BFS over the step "
+    help="local: the fast path, in one process (on the native core where it is built) or --workers; "
+    "python: the same without the native core; reference: a plain BFS over the step "
     "functions with no cache (the oracle, slow); spark: BFS partitioned across Spark executors",
 )
 @click.option(
@@ -202,7 +203,7 @@ def check(
         raise UsageProblem("liveness is checked breadth-first only; drop --strategy dfs")
     if verify is not None and not 0 < verify <= 1:
         raise UsageProblem(f"--verify takes a share of the states, above 0 and at most 1 (got {verify:g})")
-    if verify is not None and engine != "local":
+    if verify is not None and engine not in ("local", "python"):
         raise UsageProblem("--verify checks the fast path: it runs with --engine local (one process or --workers)")
     limits = Limits(max_states=max_states, time_limit=time_limit, max_depth=max_depth)
     spark = spark_settings(engine, strategy, spark_master, partitions, checkpoint_dir, spark_conf, spill_dir)
@@ -222,6 +223,7 @@ def check(
         simulate=simulate,
         verify=verify or 0.0,
         cache_mib=cache_mib,
+        python_engine=engine == "python",
     )
     if as_json:
         click.echo(json.dumps(run.summary(), indent=1))
@@ -247,26 +249,34 @@ def _run_spark_safely(
     simulate=None,
     verify=0.0,
     cache_mib=DEFAULT_MIB,
+    python_engine=False,
 ):
-    """A worker or a Spark that fails is bad input for this machine: one line, exit 2."""
+    """A worker, a Spark or the native core that fails is bad input for this machine: one line,
+    exit 2. (A panic in the core reaches Python as pyo3's PanicException, a BaseException.)"""
     from kafkamc.checker.workers import WorkerFailed
 
     def run(**engine):
-        return run_check(
-            cfg,
-            strategy,
-            limits,
-            names,
-            progress=progress,
-            trace_out=trace_out,
-            reach=reach,
-            properties=properties,
-            liveness=liveness,
-            simulate=simulate,
-            verify=verify,
-            cache_mib=cache_mib,
-            **engine,
-        )
+        try:
+            return run_check(
+                cfg,
+                strategy,
+                limits,
+                names,
+                progress=progress,
+                trace_out=trace_out,
+                reach=reach,
+                properties=properties,
+                liveness=liveness,
+                simulate=simulate,
+                verify=verify,
+                cache_mib=cache_mib,
+                python_engine=python_engine,
+                **engine,
+            )
+        except BaseException as e:
+            if type(e).__name__ != "PanicException":
+                raise
+            raise UsageProblem(f"the native core failed ({e}); --engine python runs without it") from None
 
     if spark is None:
         try:

@@ -48,6 +48,8 @@ def print_run(run: CheckRun) -> None:
         f"symmetry reduction: {'on (states equal up to broker ids count once)' if cfg.symmetry else 'off'}"
         + (f"; {run.workers} worker processes" if run.workers > 1 else "")
     )
+    if r.core_note:
+        console.print(r.core_note, highlight=False, markup=False)
     console.print(
         f"fingerprint collision probability (optimistic): {r.collision_probability:.1e}"
         + (f"; visited set {r.bytes_per_state:.1f} bytes/state" if r.visited_bytes else "")

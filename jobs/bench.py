@@ -33,11 +33,13 @@ ALL_FAULTS_CONFIG = Config(rf=3, minisr=2, max_records=1, max_clean_shutdowns=1,
 REASSIGNMENT_CONFIG = Config(rf=3, minisr=2, broker_count=4, max_reassignments=1, max_records=1)
 TEN_MILLION = 10_000_000
 
-# name -> (config, engine). The engines: "local" (one process), "workers[N]" (--workers N),
+# name -> (config, engine). The engines: "local" (one process, the native core where built),
+# "python" (one process, the Python engine), "workers[N]" (--workers N),
 # "spark-local[T]" (Spark local mode with T threads and T partitions), "simulate" (--simulate
 # with SIMULATE_RUN's walks, one process).
 RUNS = {
     "default": (BENCH_CONFIG, "local"),
+    "default-python": (BENCH_CONFIG, "python"),
     "default-no-symmetry": (replace(BENCH_CONFIG, symmetry=False), "local"),
     "default-workers[2]": (BENCH_CONFIG, "workers[2]"),
     "default-spark-local[2]": (BENCH_CONFIG, "spark-local[2]"),
@@ -82,13 +84,13 @@ def run_one(name: str) -> dict:
     levels: list = []  # Spark's progress reports: the last one has the shuffle's totals
     caches = None  # one process: each cache's lookups, misses and hit rate
     start, cpu = time.monotonic(), time.process_time()
-    if engine == "local":
+    if engine in ("local", "python"):  # one process: the native core where built, or the Python engine
         from kafkamc.checker.explorer import explore
         from kafkamc.checker.fast import FastModel
         from kafkamc.invariants.suite import InvariantSuite
 
         model = FastModel(cfg)
-        result = explore(model, InvariantSuite(cfg))
+        result = explore(model, InvariantSuite(cfg), engine="auto" if engine == "local" else "python")
         caches = model.fast.cache_stats()
     elif engine == "simulate":
         from kafkamc.checker.fast import FastModel
@@ -132,6 +134,7 @@ def run_one(name: str) -> dict:
         "run": name,
         "config": describe(cfg),
         "engine": engine,
+        "core": result.core,
         "verdict": result.verdict,
         "distinct_states": result.distinct_states,
         "states_generated": result.states_generated,

@@ -144,6 +144,7 @@ class CheckRun:
             "states_per_s": round(r.states_per_second, 1),
             "strategy": r.strategy,
             "engine": self.engine,
+            "core": self.result.core,  # one process: "native" or "python"; null otherwise
             "workers": self.workers,
             **({} if self.spark is None else self._spark_summary()),
             "config": self.config.to_dict(),
@@ -234,6 +235,7 @@ def run_check(
     simulate: Simulation | None = None,
     verify: float = 0.0,
     cache_mib: float = DEFAULT_MIB,
+    python_engine: bool = False,
 ) -> CheckRun:
     """Explore; `reach` names reachability properties to search for (stop once all are seen).
 
@@ -242,7 +244,8 @@ def run_check(
     `liveness`, or a liveness property among `invariants`, the liveness properties are checked
     after a safety pass that holds (checker/liveness.py); with only liveness properties named,
     there is no safety pass. `verify`: the share of expanded states checked against the spec
-    (checker/verify.py). `cache_mib`: the step caches' budget per process (checker/budget.py)."""
+    (checker/verify.py). `cache_mib`: the step caches' budget per process (checker/budget.py).
+    `python_engine`: one process runs without the native core (checker/native_search.py)."""
     live = None if invariants is None else [n for n in invariants if is_liveness(n)]
     if live:
         invariants = [n for n in invariants if not is_liveness(n)]
@@ -290,6 +293,7 @@ def run_check(
                 progress=reporter if progress else None,
                 stop_when_reached=frozenset(reach),
                 recording=recording,
+                engine="python" if python_engine else "auto",
             )
         else:
             from kafkamc.checker.spark import explore_spark

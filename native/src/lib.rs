@@ -3,7 +3,11 @@
 //! The logic lives in plain Rust modules that `cargo test` runs without Python; the
 //! `python` feature (on in pyproject.toml's build) adds thin PyO3 wrappers and the module.
 
+pub mod tables;
 pub mod visited;
+
+#[cfg(feature = "python")]
+pub mod search;
 
 #[cfg(feature = "python")]
 use pyo3::prelude::*;
@@ -27,8 +31,12 @@ fn _panic(message: &str) {
 #[cfg(feature = "python")]
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // A panic's message reaches Python in its PanicException, which the command line reports
+    // as one line; Rust's default hook would print it, and a backtrace, to stderr first.
+    std::panic::set_hook(Box::new(|_| {}));
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(_panic, m)?)?;
     m.add_class::<visited::PyFpSet>()?;
+    m.add_class::<search::Core>()?;
     Ok(())
 }

@@ -26,8 +26,15 @@ pub struct FpSet {
 impl FpSet {
     /// A set of `capacity` slots; `capacity` must be a power of two (the probe masks with it).
     pub fn with_capacity(capacity: usize) -> Self {
-        assert!(capacity.is_power_of_two(), "FpSet capacity {capacity} is not a power of two");
-        FpSet { table: vec![EMPTY; capacity], count: 0, limit: load_limit(capacity) }
+        assert!(
+            capacity.is_power_of_two(),
+            "FpSet capacity {capacity} is not a power of two"
+        );
+        FpSet {
+            table: vec![EMPTY; capacity],
+            count: 0,
+            limit: load_limit(capacity),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -126,7 +133,9 @@ mod python {
         fn new(capacity: usize) -> PyResult<Self> {
             // A ValueError for the caller's mistake; the core's assert stays for Rust callers.
             if !capacity.is_power_of_two() {
-                return Err(PyValueError::new_err(format!("capacity {capacity} is not a power of two")));
+                return Err(PyValueError::new_err(format!(
+                    "capacity {capacity} is not a power of two"
+                )));
             }
             Ok(PyFpSet(super::FpSet::with_capacity(capacity)))
         }

@@ -1,0 +1,325 @@
+"""The breadth-first search with the native core (native/src/search.rs): the same search as
+checker/explorer.py, with the visited set, the queue, the parent pointers and the loop over
+cache hits in Rust, on serial numbers.
+
+Python is called on a miss (`Misses`: the spec's step functions, through the same caches the
+Python engine fills) and once per new state, for its invariants. The core must yield exactly
+the transitions FastSuccessors.transitions yields, in the same order, so that every count,
+depth and shortest path is the Python engine's; tests/test_native_search.py checks it.
+
+The core serves the common search: breadth-first, no --verify, no liveness recording, no
+pooled symmetry (a broker outside the assignment: its successors are relabelled). Anything
+else runs on the Python engine, and `unsupported` says why in one line.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from kafkamc.checker.memory import peak_rss
+from kafkamc.checker.outcomes import Mapped, StepCache
+from kafkamc.checker.search import Limits, Result, Violation, replay_path, verdict_of
+from kafkamc.spec.state import State
+
+new_tuple = tuple.__new__
+
+
+def unsupported(model, strategy: str, recording, limits: Limits) -> str | None:
+    """What of this search the core does not serve, or None."""
+    fast = getattr(model, "fast", None)
+    if fast is None:
+        return "a model without the fast path"
+    if strategy != "bfs":
+        return "depth-first search"
+    if recording is not None:
+        return "recording the liveness graph"
+    if fast.verify:
+        return "--verify"
+    if fast.relabelled:
+        return "a broker pool (its successors are relabelled)"
+    if limits.max_depth is not None:
+        return "--max-depth"
+    seen = set()
+    for s in model.initial_states():
+        fp = model.fingerprint(s)
+        if fp not in seen and not model._canonical_successors(s):
+            return "an initial state out of assignment order"
+        seen.add(fp)
+    return None
+
+
+class Misses:
+    """What the core asks of Python: a miss of one of its caches, answered through the Python
+    engine's own (FastSuccessors), so one rule of each cache has one home; and the quiet test."""
+
+    def __init__(self, model, quiet, kinds: dict):
+        fast = model.fast
+        self.fast = fast
+        self.n = fast.n
+        self.by_serial = fast.components.by_serial
+        self.quiet_fn = quiet
+        self.kinds = kinds  # action type -> its index in fired
+        self.actions: list = []
+        self.action_ids: dict = {}
+        self.caches: list = []
+        self.cache_ids: dict = {}
+        self.maps: list = []
+        self.map_ids: dict = {}
+        self.parent: State | None = None  # the state being expanded, built when first needed
+        self.parent_comps: tuple = ()
+        self.pending: list = []  # (serial, leader, alive, stalled) of components interned since the core last read it
+
+    def comps(self, serials) -> list:
+        by = self.by_serial
+        return [by[s] for s in serials]
+
+    def state(self, serials) -> State:
+        c = self.comps(serials)
+        n = self.n
+        return new_tuple(State, (c[0], tuple(c[1 : n + 1]), c[n + 1], c[n + 2]))
+
+    def parts(self, comps: list, serials) -> list:
+        return [*serials, *(x.stalled for x in comps[1 : self.n + 1]), 0]
+
+    def _id(self, table: list, ids: dict, key, value) -> int:
+        got = ids.get(key)
+        if got is None:
+            got = ids[key] = len(table)
+            table.append(value)
+        return got
+
+    def _rows(self, outcomes) -> list:
+        return [([(i, s) for i, _, s in changes], delta, mask) for changes, delta, mask in outcomes]
+
+    def candidates(self, b: int, serials) -> list:
+        comps = self.comps(serials)
+        parts = self.parts(comps, serials)
+        fast = self.fast
+        key = fast.cand_key[b](parts)
+        found = fast.cand_caches[b].get(key) or fast._candidates_miss(self.state(serials), comps, parts, b, key)
+        rows = []
+        for action, kind, fixed, sc in found:
+            a = self._id(self.actions, self.action_ids, action, (action, sc))
+            c = self._id(self.caches, self.cache_ids, id(sc), sc)
+            rows.append((a, self.kinds[kind], c, None if fixed is None else self._rows(fixed)))
+        return rows
+
+    def outcome(self, action_id: int, serials) -> tuple:
+        """(the step cache's key positions, the extra positions of a sub-cache or None, the
+        outcomes' rows, per outcome (map id, positions bitmask) of a Mapped or None)."""
+        action, sc = self.actions[action_id]
+        comps = self.comps(serials)
+        parts = self.parts(comps, serials)
+        sc.lookups += 1
+        entry = sc.store.get(sc.key(parts)) if sc.reads is not None else None
+        extra = None
+        if entry.__class__ is StepCache:
+            extra, entry = sorted(entry.reads or ()), entry.store.get(entry.key(parts))
+        if entry is None:
+            entry, reads = self.fast.outcomes.run(sc, self.state(serials), comps, parts, action)
+            sc.put(parts, entry, reads)
+            extra = sorted(set(reads) - sc.reads) or None
+        if entry.__class__ is Mapped:
+            maps = [
+                (self._id(self.maps, self.map_ids, fn, fn), sum(1 << j for j in positions))
+                for fn, positions in entry.maps
+            ]
+            return sorted(sc.reads), extra, self._rows(entry.fixed), maps
+        return sorted(sc.reads), extra, self._rows(entry), None
+
+    def observe(self, serials) -> tuple:
+        """(the ghost's serial, its XOR, the parts observation is widened to, or None)."""
+        fast = self.fast
+        comps = self.comps(serials)
+        got = fast._observe_miss(comps, fast.observe_key(comps))
+        return got[4], got[1], None if fast.observe_wide is None else sorted(fast.observe_wide)
+
+    def mapped(self, map_id: int, j: int, serial: int) -> tuple:
+        fast = self.fast
+        x = self.by_serial[serial]
+        y = fast.components.intern(self.maps[map_id](x), fast.tags[j])
+        at = fast.components.at[j]
+        s = fast.components.serial[id(y)]
+        return s, at[serial] ^ at[s]
+
+    def quiet(self, serials) -> bool:
+        if self.parent is None:
+            self.parent = self.state(self.parent_comps)
+        return self.quiet_fn(self.parent, self.state(serials))
+
+
+def described(serial: int, obj, tag: int) -> tuple:
+    """What the core's loop reads of a component (controller 0, broker 1): (serial, leader,
+    alive, stalled)."""
+    if tag == 0:
+        return serial, obj.leader, False, False
+    if tag == 1:
+        return serial, obj.leader, obj.alive, obj.stalled
+    return serial, -1, False, False
+
+
+def explore_native(
+    core_module,
+    model,
+    checks,
+    limits: Limits = Limits(),
+    progress=None,
+    progress_every=1.0,
+    stop_when_reached=frozenset(),
+) -> Result:  # noqa: E501
+    """The search of checker/explorer.py explore() on the core (the caller pauses the cyclic GC)."""
+    return _explore(core_module, model, checks, limits, progress, progress_every, stop_when_reached)
+
+
+def _explore(core_module, model, checks, limits, progress, progress_every, stop_when_reached) -> Result:
+    start = time.monotonic()
+    fast = model.fast
+    kinds = {t: i for i, t in enumerate(model.action_types())}
+    unreached = list(checks.reach_functions())
+    quiet = checks.quiet_step([name for name, _ in unreached])
+    misses = Misses(model, quiet, kinds)
+    core = core_module.Core(misses, fast.n, len(kinds), bool(getattr(quiet, "leader_only", False)))
+    components = fast.components
+    pending = misses.pending
+    for serial, obj in enumerate(components.by_serial):  # interned before the core existed
+        tag = next(components.tags[p] for p, at in enumerate(components.at) if at[serial])
+        pending.append(described(serial, obj, tag))
+    listener = lambda serial, obj, tag: pending.append(described(serial, obj, tag))  # noqa: E731
+    components.listeners.append(listener)
+    try:
+        return _search(
+            core, model, checks, misses, unreached, limits, progress, progress_every, stop_when_reached, start
+        )
+    finally:
+        components.listeners.remove(listener)
+
+
+def _search(core, model, checks, misses, unreached, limits, progress, progress_every, stop_when_reached, start):
+    fast = model.fast
+    check_state, check_step = checks.check_state, checks.check_step
+    state_tests: dict = {}
+    targets = set(stop_when_reached)
+    witnesses: dict = {}
+    violation_at = None
+    stop_reason = None
+    initial_generated = 0
+    for i, s in enumerate(model.initial_states()):
+        initial_generated += 1
+        fp = model.fingerprint(s)
+        comps, serials, s = fast._interned(s)
+        node = core.add(fp, -1, i, 0, serials)
+        if node is None:
+            continue
+        bad = check_state(s)
+        if bad:
+            violation_at = (bad, "state", node, None)
+            break
+
+    def generated() -> int:
+        return initial_generated + sum(core.fired)
+
+    def stats(final: bool = False) -> dict:
+        el = time.monotonic() - start
+        return {
+            "distinct": len(core),
+            "generated": generated(),
+            "queue": core.queued(),
+            "depth": core.max_depth,
+            "elapsed": el,
+            "rate": len(core) / el if el > 0 else 0.0,
+            "final": final,
+        }
+
+    next_report = start + progress_every
+    ticks = 0
+    take, step = core.take, core.next
+    try:
+        while violation_at is None and not (stop_when_reached and not targets):
+            got = take()
+            if got is None:
+                break
+            node, depth, serials = got
+            misses.parent, misses.parent_comps = None, serials
+            while True:
+                event = step()
+                if event is None:
+                    break
+                new, index, fp, changed, child, child_node = event
+                nxt = misses.state(child)
+                if not new:
+                    parent = misses.parent or misses.state(serials)
+                    misses.parent = parent
+                    bad = check_step(parent, nxt)
+                    if bad:
+                        violation_at = (bad, "action", node, index)
+                        break
+                    hits = [it for it in unreached if it[1](parent, nxt)]
+                    if hits:
+                        for item in hits:
+                            unreached.remove(item)
+                            witnesses[item[0]] = (node, index)
+                            targets.discard(item[0])
+                        quiet = checks.quiet_step([name for name, _ in unreached])
+                        misses.quiet_fn = quiet
+                        core.new_quiet(bool(getattr(quiet, "leader_only", False)))
+                        if stop_when_reached and not targets:
+                            break
+                    child_node = core.add(fp, node, index, depth + 1, child)
+                    if child_node is None:
+                        continue
+                    changed = -1
+                test = state_tests.get(changed)
+                if test is None:
+                    test = state_tests[changed] = checks.state_test(changed)
+                if not test(nxt):
+                    bad = check_state(nxt)
+                    if bad is None:
+                        raise AssertionError("the state test of changed components failed where the whole check passes")
+                    violation_at = (bad, "state", child_node, None)
+                    break
+            ticks += 1
+            if ticks & 0x3F == 0:
+                now = time.monotonic()
+                if progress is not None and now >= next_report:
+                    progress(stats())
+                    next_report = now + progress_every
+                if limits.time_limit is not None and now - start >= limits.time_limit:
+                    stop_reason = f"time limit {limits.time_limit:g}s"
+                    break
+            if limits.max_states is not None and len(core) >= limits.max_states:
+                stop_reason = f"max states {limits.max_states}"
+                break
+    except KeyboardInterrupt:
+        stop_reason = "interrupted"
+    coverage: Counter = Counter()
+    for t, i in misses.kinds.items():
+        if core.fired[i]:
+            coverage[t.__name__] += core.fired[i]
+    reached = {}
+    for name, (node, index) in witnesses.items():
+        init_index, steps = core.path(node)
+        reached[name] = replay_path(model, init_index, [*steps, index])
+    violation = None
+    if violation_at is not None:
+        name, kind, node, extra = violation_at
+        init_index, steps = core.path(node)
+        steps = list(steps) + ([] if extra is None else [extra])
+        violation = Violation(name, kind, replay_path(model, init_index, steps))
+    verdict = verdict_of(violation, bool(stop_when_reached) and not targets, stop_reason)
+    if progress is not None:
+        progress(stats(final=True))
+    return Result(
+        verdict,
+        "bfs",
+        len(core),
+        generated(),
+        core.max_depth,
+        time.monotonic() - start,
+        stop_reason,
+        violation,
+        coverage,
+        reached,
+        visited_bytes=core.nbytes(),
+        peak_rss=peak_rss(),
+    )

@@ -1,0 +1,523 @@
+//! The search's inner loop: the visited set, the queue, the parent pointers and every cache
+//! hit, on serial numbers only. Python is called on a miss (the spec's step functions run
+//! there) and once per new state (its invariants). checker/native.py drives it; it is the
+//! port of checker/fast.py FastSuccessors.transitions for the screened breadth-first search,
+//! and must give the same transitions in the same order.
+
+use crate::tables::{Arena, Attributes, Entry, KW, Key, Map, Out, Outs, StepCache};
+use crate::visited::FpSet;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use std::collections::VecDeque;
+
+/// One candidate of a broker: its action (Python's table), action type, step cache and the
+/// outcomes its candidates' key fixes, if any.
+#[derive(Clone)]
+struct Cand {
+    action: u32,
+    kind: u32,
+    cache: u32,
+    fixed: Option<Outs>,
+}
+
+/// An observation: the ghost it gives, its XOR to the fingerprint, and the quiet test's
+/// cached verdict with the generation of the quiet test it is of (0: none).
+#[derive(Clone, Copy)]
+struct Obs {
+    ghost: u32,
+    delta: u64,
+    quiet: bool,
+    quiet_gen: u32,
+}
+
+/// Where the expansion of the current state stands.
+struct Cursor {
+    comps: Vec<u32>,
+    parts: Vec<u32>,
+    base: u64,
+    node: u64,
+    depth: u32,
+    same: Key,
+    touch: u32,
+    b: usize,
+    cands: Vec<Cand>,
+    ci: usize,
+    outs: Vec<Out>,
+    oi: usize,
+    kind: u32,
+    index: i64,
+}
+
+#[pyclass(unsendable)]
+pub struct Core {
+    n: usize,
+    attrs: Attributes,
+    arena: Arena,
+    steps: Vec<StepCache>,
+    cand_caches: Vec<Map<[u32; 3], Vec<Cand>>>,
+    observe: Map<Key, Obs>,
+    wide: Vec<u8>,
+    memo: Map<(u32, u8, u32), (u32, u64)>,
+    visited: FpSet,
+    parents: Vec<u32>,
+    indices: Vec<u16>,
+    queue: VecDeque<u32>,
+    width: usize,
+    cursor: Option<Cursor>,
+    quiet_gen: u32,
+    leader_only: bool,
+    #[pyo3(get)]
+    fired: Vec<u64>,
+    #[pyo3(get)]
+    max_depth: u32,
+    #[pyo3(get)]
+    misses: (u64, u64, u64),
+    model: Py<PyAny>,
+}
+
+const ROOT: u32 = u32::MAX;
+
+impl Core {
+    fn g(&self) -> usize {
+        self.n + 1
+    }
+
+    /// The observe cache's key, as checker/fast.py observe_key: the controller, the ghost,
+    /// each broker that serves reads or that the controller names leader (or that a wide
+    /// observation reads), then the wide parts past the brokers; serial + 1, 0 for none.
+    /// A call to the Python side; then what it interned meanwhile is described to the loop
+    /// (its `pending` list: Python cannot call back into the core while the core calls it).
+    fn call<'py, A: pyo3::call::PyCallArgs<'py>>(
+        &mut self,
+        py: Python<'py>,
+        name: &str,
+        args: A,
+    ) -> PyResult<Py<PyAny>> {
+        let got = self.model.call_method1(py, name, args)?;
+        self.sync(py)?;
+        Ok(got)
+    }
+
+    fn sync(&mut self, py: Python<'_>) -> PyResult<()> {
+        let pending = self.model.getattr(py, "pending")?;
+        let rows: Vec<(u32, i32, bool, bool)> = pending.extract(py)?;
+        if !rows.is_empty() {
+            for (serial, leader, alive, stalled) in rows {
+                self.attrs.set(serial, leader, alive, stalled);
+            }
+            pending.call_method0(py, "clear")?;
+        }
+        Ok(())
+    }
+
+    fn observe_key(&self, comps: &[u32]) -> Key {
+        let mut k = [u32::MAX; KW];
+        let leader = self.attrs.leader[comps[0] as usize];
+        k[0] = comps[0];
+        k[1] = comps[self.g()];
+        for b in 1..=self.n {
+            let x = comps[b];
+            let keep =
+                b as i32 == leader || self.wide.contains(&(b as u8)) || self.attrs.serves(x, b);
+            k[b + 1] = if keep { x + 1 } else { 0 };
+        }
+        let mut at = self.n + 2;
+        for &p in &self.wide {
+            if p as usize > self.n {
+                k[at] = comps[p as usize];
+                at += 1;
+            }
+        }
+        k
+    }
+
+    fn observed(&mut self, py: Python<'_>, comps: &[u32]) -> PyResult<(Key, Obs)> {
+        let key = self.observe_key(comps);
+        if let Some(o) = self.observe.get(&key) {
+            return Ok((key, *o));
+        }
+        self.misses.2 += 1;
+        let got = self.call(py, "observe", (PyTuple::new(py, comps)?,))?;
+        let (ghost, delta, wide): (u32, u64, Option<Vec<u8>>) = got.extract(py)?;
+        let mut key = key;
+        if let Some(mut w) = wide {
+            w.sort_unstable();
+            if w != self.wide {
+                self.wide = w;
+                self.observe.clear();
+                key = self.observe_key(comps);
+            }
+        }
+        let o = Obs {
+            ghost,
+            delta,
+            quiet: false,
+            quiet_gen: 0,
+        };
+        self.observe.insert(key, o);
+        Ok((key, o))
+    }
+
+    fn candidates(&mut self, py: Python<'_>, b: usize, comps: &[u32]) -> PyResult<Vec<Cand>> {
+        let key = [comps[b], comps[0], comps[self.n + 2]];
+        if let Some(c) = self.cand_caches[b].get(&key) {
+            return Ok(c.clone());
+        }
+        self.misses.0 += 1;
+        let got = self.call(py, "candidates", (b, PyTuple::new(py, comps)?))?;
+        let rows: Vec<(u32, u32, u32, Option<Vec<(Vec<(u8, u32)>, u64, u32)>>)> =
+            got.extract(py)?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (action, kind, cache, fixed) in rows {
+            let fixed = fixed.map(|f| self.arena.add(to_outs(f)));
+            out.push(Cand {
+                action,
+                kind,
+                cache,
+                fixed,
+            });
+            while self.steps.len() <= cache as usize {
+                self.steps.push(StepCache::default());
+            }
+        }
+        self.cand_caches[b].insert(key, out.clone());
+        Ok(out)
+    }
+
+    /// An action's outcomes on the current state, from its step cache or, on a miss, from
+    /// Python, which says on which positions to keep them.
+    fn outcomes(
+        &mut self,
+        py: Python<'_>,
+        cand: &Cand,
+        comps: &[u32],
+        parts: &[u32],
+    ) -> PyResult<Vec<Out>> {
+        if let Some(f) = cand.fixed {
+            return Ok(self.arena.get(f).to_vec());
+        }
+        let entry = self.steps[cand.cache as usize].get(parts).cloned();
+        let entry = match entry {
+            Some(e) => e,
+            None => {
+                self.misses.1 += 1;
+                let got = self.call(py, "outcome", (cand.action, PyTuple::new(py, comps)?))?;
+                #[allow(clippy::type_complexity)]
+                let (top, extra, outs, maps): (
+                    Vec<u8>,
+                    Option<Vec<u8>>,
+                    Vec<(Vec<(u8, u32)>, u64, u32)>,
+                    Option<Vec<(u32, u32)>>,
+                ) = got.extract(py)?;
+                let o = self.arena.add(to_outs(outs));
+                let e = match maps {
+                    None => Entry::Leaf(o),
+                    Some(m) => Entry::Mapped(o, self.arena.add_maps(m)),
+                };
+                self.steps[cand.cache as usize].put(parts, top, extra, e.clone());
+                e
+            }
+        };
+        match entry {
+            Entry::Leaf(o) => Ok(self.arena.get(o).to_vec()),
+            Entry::Mapped(o, m) => self.apply(py, o, m, comps),
+            Entry::Sub(_) => unreachable!("StepCache::get looks into sub-caches"),
+        }
+    }
+
+    /// A mapped outcome on this state (checker/outcomes.py Outcomes.apply): each position its
+    /// map covers gets the map's result for the component there, memoised per serial.
+    fn apply(&mut self, py: Python<'_>, o: Outs, m: u32, comps: &[u32]) -> PyResult<Vec<Out>> {
+        let mut out = Vec::with_capacity(o.1 as usize);
+        for i in 0..o.1 {
+            let mut x = self.arena.outs[(o.0 + i) as usize].clone();
+            let (fun, positions) = self.arena.maps[(m + i) as usize];
+            for j in 1..=self.n {
+                if positions & (1 << j) == 0 {
+                    continue;
+                }
+                let from = comps[j];
+                let key = (fun, j as u8, from);
+                let (to, delta) = match self.memo.get(&key) {
+                    Some(v) => *v,
+                    None => {
+                        let v: (u32, u64) = self.call(py, "mapped", (fun, j, from))?.extract(py)?;
+                        self.memo.insert(key, v);
+                        v
+                    }
+                };
+                if to != from {
+                    x.changes.push((j as u8, to));
+                    x.delta ^= delta;
+                    x.mask |= 1 << j;
+                }
+            }
+            x.changes.sort_unstable_by_key(|c| c.0);
+            out.push(x);
+        }
+        Ok(out)
+    }
+
+    fn push(&mut self, node: u32, depth: u32, fp: u64, comps: &[u32]) {
+        self.queue.push_back(node);
+        self.queue.push_back(depth);
+        self.queue.push_back(fp as u32);
+        self.queue.push_back((fp >> 32) as u32);
+        self.queue.extend(comps.iter().copied());
+        if depth > self.max_depth {
+            self.max_depth = depth;
+        }
+    }
+
+    fn add_node(&mut self, parent: u32, index: i64) -> u32 {
+        let node = self.parents.len() as u32;
+        self.parents.push(parent);
+        self.indices.push(index as u16);
+        node
+    }
+
+    fn parts_of(&self, comps: &[u32]) -> Vec<u32> {
+        let mut parts = comps.to_vec();
+        for b in 1..=self.n {
+            parts.push(self.attrs.stalled[comps[b] as usize] as u32);
+        }
+        parts
+    }
+}
+
+fn to_outs(rows: Vec<(Vec<(u8, u32)>, u64, u32)>) -> Vec<Out> {
+    rows.into_iter()
+        .map(|(changes, delta, mask)| Out {
+            changes,
+            delta,
+            mask,
+        })
+        .collect()
+}
+
+#[pymethods]
+impl Core {
+    /// `model`: the Python side (checker/native.py Misses); n: brokers; leader_only: whether
+    /// the quiet test reads only what the observation is keyed on.
+    #[new]
+    fn new(model: Py<PyAny>, n: usize, kinds: usize, leader_only: bool) -> Self {
+        Core {
+            n,
+            attrs: Attributes::default(),
+            arena: Arena::default(),
+            steps: Vec::new(),
+            cand_caches: (0..=n).map(|_| Map::default()).collect(),
+            observe: Map::default(),
+            wide: Vec::new(),
+            memo: Map::default(),
+            visited: FpSet::default(),
+            parents: Vec::new(),
+            indices: Vec::new(),
+            queue: VecDeque::new(),
+            width: n + 7,
+            cursor: None,
+            quiet_gen: 1,
+            leader_only,
+            fired: vec![0; kinds],
+            max_depth: 0,
+            misses: (0, 0, 0),
+            model,
+        }
+    }
+
+    /// The quiet test changed (a property was reached): cached verdicts are of the old one.
+    fn new_quiet(&mut self, leader_only: bool) {
+        self.quiet_gen += 1;
+        self.leader_only = leader_only;
+    }
+
+    /// Add a fingerprint to the visited set; a node and a place in the queue if it is new.
+    fn add(
+        &mut self,
+        py: Python<'_>,
+        fp: u64,
+        parent: i64,
+        index: i64,
+        depth: u32,
+        comps: Vec<u32>,
+    ) -> PyResult<Option<u32>> {
+        self.sync(py)?;
+        if !self.visited.add(fp) {
+            return Ok(None);
+        }
+        let node = self.add_node(if parent < 0 { ROOT } else { parent as u32 }, index);
+        self.push(node, depth, fp, &comps);
+        Ok(Some(node))
+    }
+
+    /// The next state to expand: (node, depth, its components' serials), and the cursor set
+    /// on its transitions; None when the queue is empty.
+    fn take(&mut self, py: Python<'_>) -> PyResult<Option<(u32, u32, Vec<u32>)>> {
+        if self.queue.is_empty() {
+            return Ok(None);
+        }
+        self.sync(py)?;
+        let rec: Vec<u32> = self.queue.drain(..self.width).collect();
+        let (node, depth) = (rec[0], rec[1]);
+        let base = rec[2] as u64 | (rec[3] as u64) << 32;
+        let comps = rec[4..].to_vec();
+        let (same, _) = self.observed(py, &comps)?;
+        let mut touch: u32 = 1 | 1 << self.g();
+        for b in 1..=self.n {
+            if same[b + 1] != 0 {
+                touch |= 1 << b;
+            }
+        }
+        if self.wide.contains(&((self.n + 2) as u8)) {
+            touch |= 1 << (self.n + 2);
+        }
+        let parts = self.parts_of(&comps);
+        self.cursor = Some(Cursor {
+            comps: comps.clone(),
+            parts,
+            base,
+            node: node as u64,
+            depth,
+            same,
+            touch,
+            b: 0,
+            cands: Vec::new(),
+            ci: 0,
+            outs: Vec::new(),
+            oi: 0,
+            kind: 0,
+            index: -1,
+        });
+        Ok(Some((node, depth, comps)))
+    }
+
+    /// The next transition of the current state the search must look at, as
+    /// (new, index, fingerprint, changed mask, successor's serials, node or -1):
+    /// a new state (new=True: already visited, numbered and queued), or a step the quiet test
+    /// does not pass (new=False: nothing done; the search checks it, then calls add()).
+    /// None when the state has no more.
+    #[allow(clippy::type_complexity)]
+    fn next(&mut self, py: Python<'_>) -> PyResult<Option<(bool, i64, u64, u32, Vec<u32>, i64)>> {
+        let mut cur = match self.cursor.take() {
+            Some(c) => c,
+            None => return Ok(None),
+        };
+        let out = self.advance(py, &mut cur);
+        if matches!(out, Ok(Some(_))) {
+            self.cursor = Some(cur);
+        }
+        out
+    }
+
+    fn __len__(&self) -> usize {
+        self.visited.len()
+    }
+
+    fn queued(&self) -> usize {
+        self.queue.len() / self.width
+    }
+
+    /// (initial state index, successor indices) leading to a node.
+    fn path(&self, node: u32) -> (u32, Vec<u16>) {
+        let mut steps = Vec::new();
+        let mut at = node as usize;
+        while self.parents[at] != ROOT {
+            steps.push(self.indices[at]);
+            at = self.parents[at] as usize;
+        }
+        steps.reverse();
+        (self.indices[at] as u32, steps)
+    }
+
+    fn nbytes(&self) -> usize {
+        self.visited.nbytes() + self.parents.len() * 6
+    }
+
+    /// Entries in the step caches, the candidates' and the observations'.
+    fn entries(&self) -> (usize, usize, usize) {
+        let steps = self.steps.iter().map(|s| s.entries()).sum();
+        let cands = self.cand_caches.iter().map(|c| c.len()).sum();
+        (steps, cands, self.observe.len())
+    }
+}
+
+impl Core {
+    #[allow(clippy::type_complexity)]
+    fn advance(
+        &mut self,
+        py: Python<'_>,
+        cur: &mut Cursor,
+    ) -> PyResult<Option<(bool, i64, u64, u32, Vec<u32>, i64)>> {
+        let g = self.g();
+        let kept: u32 = 1 | 1 << g;
+        loop {
+            if cur.oi >= cur.outs.len() {
+                // The next candidate, of this broker or the next.
+                while cur.ci >= cur.cands.len() {
+                    cur.b += 1;
+                    if cur.b > self.n {
+                        return Ok(None);
+                    }
+                    cur.cands = self.candidates(py, cur.b, &cur.comps)?;
+                    cur.ci = 0;
+                }
+                let cand = cur.cands[cur.ci].clone();
+                cur.ci += 1;
+                cur.outs = self.outcomes(py, &cand, &cur.comps, &cur.parts)?;
+                cur.oi = 0;
+                cur.kind = cand.kind;
+                continue;
+            }
+            let o = &cur.outs[cur.oi];
+            cur.oi += 1;
+            cur.index += 1;
+            let mut observed = o.mask & cur.touch != 0;
+            if !observed {
+                observed = o
+                    .changes
+                    .iter()
+                    .any(|&(i, x)| (i as usize) < g && i > 0 && self.attrs.serves(x, i as usize));
+            }
+            let mut new = cur.comps.clone();
+            for &(i, x) in &o.changes {
+                new[i as usize] = x;
+            }
+            let (okey, seen) = match self.observe.get(&cur.same) {
+                Some(o) if !observed => (cur.same, *o),
+                _ => self.observed(py, if observed { &new } else { &cur.comps })?, // a widened key is computed anew
+            };
+            let fp = cur.base ^ o.delta ^ seen.delta;
+            self.fired[cur.kind as usize] += 1;
+            let keeps = self.leader_only && o.mask & kept == 0;
+            let settled = keeps && seen.quiet_gen == self.quiet_gen;
+            new[g] = seen.ghost;
+            let changed = if seen.ghost != cur.comps[g] {
+                o.mask | 1 << g
+            } else {
+                o.mask
+            };
+            if settled && seen.quiet {
+                if fp == cur.base || !self.visited.add(fp) {
+                    continue;
+                }
+            } else {
+                let q: bool = self
+                    .call(py, "quiet", (PyTuple::new(py, &new)?,))?
+                    .extract(py)?;
+                if keeps && let Some(entry) = self.observe.get_mut(&okey) {
+                    entry.quiet = q;
+                    entry.quiet_gen = self.quiet_gen;
+                }
+                if !q {
+                    return Ok(Some((false, cur.index, fp, changed, new, -1)));
+                }
+                if !self.visited.add(fp) {
+                    continue;
+                }
+            }
+            let node = self.add_node(cur.node as u32, cur.index);
+            self.push(node, cur.depth + 1, fp, &new);
+            return Ok(Some((true, cur.index, fp, changed, new, node as i64)));
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! The core's tables, in plain Rust: outcomes in arenas, the step caches keyed on recorded
+//! positions, and the per-serial attributes the loop reads. `cargo test` runs their tests
+//! without Python; src/search.rs is the loop that uses them.
+
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+/// A key: the values of up to KW key parts, unused slots u32::MAX.
+pub const KW: usize = 12;
+pub type Key = [u32; KW];
+pub type Map<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
+
+/// FxHash (rustc's): a multiply-rotate hash, fast on small integer keys. The keys here are
+/// serial numbers the core gave out itself, so no adversary picks them.
+#[derive(Default, Clone, Copy)]
+pub struct Fx(u64);
+
+impl std::hash::Hasher for Fx {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.add(*b as u64);
+        }
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.add(v as u64);
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.add(v);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.add(v as u64);
+    }
+}
+
+impl Fx {
+    #[inline]
+    fn add(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+/// The key of `parts` at `positions`.
+#[inline]
+pub fn key_of(parts: &[u32], positions: &[u8]) -> Key {
+    let mut k = [u32::MAX; KW];
+    for (slot, &p) in k.iter_mut().zip(positions) {
+        *slot = parts[p as usize];
+    }
+    k
+}
+
+/// One successor's outcome: the components it replaces (position, serial), the XOR they make
+/// to the fingerprint, the bitmask of the positions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Out {
+    pub changes: Vec<(u8, u32)>,
+    pub delta: u64,
+    pub mask: u32,
+}
+
+/// A list of outcomes in the arena: (start, length).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Outs(pub u32, pub u32);
+
+/// What a step cache holds under a key: outcomes; outcomes whose runs mapped brokers, with
+/// (map id, positions it maps as a bitmask) per outcome at `maps` in the maps arena; or, for
+/// runs that read more than the cache's key, a sub-cache keyed on the extra positions.
+#[derive(Clone, Debug)]
+pub enum Entry {
+    Leaf(Outs),
+    Mapped(Outs, u32),
+    Sub(Box<SubCache>),
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct SubCache {
+    pub positions: Vec<u8>,
+    pub map: Map<Key, Entry>,
+}
+
+/// One action's outcomes keyed on the positions its runs read (as the Python StepCache).
+#[derive(Clone, Debug, Default)]
+pub struct StepCache {
+    pub positions: Option<Vec<u8>>,
+    pub map: Map<Key, Entry>,
+}
+
+impl StepCache {
+    /// The entry for these parts, looking one level down into a sub-cache.
+    pub fn get(&self, parts: &[u32]) -> Option<&Entry> {
+        let positions = self.positions.as_ref()?;
+        match self.map.get(&key_of(parts, positions))? {
+            Entry::Sub(sub) => sub.map.get(&key_of(parts, &sub.positions)),
+            e => Some(e),
+        }
+    }
+
+    /// Store an entry whose run was keyed by Python on `top` (the cache's key positions) and,
+    /// if it read more, `extra`. A new `top` starts the cache afresh (Python's rekey); a sub-
+    /// cache whose positions grow starts afresh too. Any key holding every part a run read is
+    /// sound: states agreeing on those parts run the same way.
+    pub fn put(&mut self, parts: &[u32], top: Vec<u8>, extra: Option<Vec<u8>>, entry: Entry) {
+        if self.positions.as_ref() != Some(&top) {
+            self.map.clear();
+            self.positions = Some(top);
+        }
+        let key = key_of(parts, self.positions.as_ref().unwrap());
+        match extra {
+            None => {
+                self.map.insert(key, entry);
+            }
+            Some(extra) => {
+                let slot = self
+                    .map
+                    .entry(key)
+                    .or_insert_with(|| Entry::Sub(Box::default()));
+                if !matches!(slot, Entry::Sub(_)) {
+                    *slot = Entry::Sub(Box::default());
+                }
+                if let Entry::Sub(sub) = slot {
+                    let mut positions: Vec<u8> =
+                        sub.positions.iter().chain(extra.iter()).copied().collect();
+                    positions.sort_unstable();
+                    positions.dedup();
+                    if positions != sub.positions {
+                        sub.map.clear();
+                        sub.positions = positions;
+                    }
+                    let k = key_of(parts, &sub.positions);
+                    sub.map.insert(k, entry);
+                }
+            }
+        }
+    }
+
+    pub fn entries(&self) -> usize {
+        self.map
+            .values()
+            .map(|e| {
+                if let Entry::Sub(s) = e {
+                    s.map.len()
+                } else {
+                    1
+                }
+            })
+            .sum()
+    }
+}
+
+/// The outcomes arena: every outcome the core was given, in lists.
+#[derive(Default)]
+pub struct Arena {
+    pub outs: Vec<Out>,
+    pub maps: Vec<(u32, u32)>,
+}
+
+impl Arena {
+    pub fn add(&mut self, outs: Vec<Out>) -> Outs {
+        let start = self.outs.len() as u32;
+        let len = outs.len() as u32;
+        self.outs.extend(outs);
+        Outs(start, len)
+    }
+
+    pub fn add_maps(&mut self, maps: Vec<(u32, u32)>) -> u32 {
+        let start = self.maps.len() as u32;
+        self.maps.extend(maps);
+        start
+    }
+
+    pub fn get(&self, o: Outs) -> &[Out] {
+        &self.outs[o.0 as usize..(o.0 + o.1) as usize]
+    }
+
+    /// Drop every list: the caches that point into it must be emptied with it.
+    pub fn clear(&mut self) {
+        self.outs.clear();
+        self.maps.clear();
+    }
+}
+
+/// What the loop reads of a component, by serial number: a broker's (or the controller's)
+/// leader, whether a broker is alive and stalled.
+#[derive(Default)]
+pub struct Attributes {
+    pub leader: Vec<i32>,
+    pub alive: Vec<bool>,
+    pub stalled: Vec<bool>,
+}
+
+impl Attributes {
+    pub fn set(&mut self, serial: u32, leader: i32, alive: bool, stalled: bool) {
+        let s = serial as usize;
+        if self.leader.len() <= s {
+            self.leader.resize(s + 1, -1);
+            self.alive.resize(s + 1, false);
+            self.stalled.resize(s + 1, false);
+        }
+        self.leader[s] = leader;
+        self.alive[s] = alive;
+        self.stalled[s] = stalled;
+    }
+
+    /// Broker component `serial` at position `b` serves reads: alive and leading on its metadata.
+    #[inline]
+    pub fn serves(&self, serial: u32, b: usize) -> bool {
+        let s = serial as usize;
+        self.alive[s] && self.leader[s] == b as i32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn out(d: u64) -> Out {
+        Out {
+            changes: vec![(1, d as u32)],
+            delta: d,
+            mask: 2,
+        }
+    }
+
+    #[test]
+    fn a_cache_finds_what_it_stored_on_its_positions_only() {
+        let mut arena = Arena::default();
+        let mut c = StepCache::default();
+        let o = arena.add(vec![out(7)]);
+        c.put(&[5, 6, 7, 8], vec![0, 2], None, Entry::Leaf(o));
+        assert!(matches!(c.get(&[5, 99, 7, 100]), Some(Entry::Leaf(x)) if *x == o));
+        assert!(c.get(&[5, 6, 8, 8]).is_none());
+        assert_eq!(arena.get(o)[0].delta, 7);
+    }
+
+    #[test]
+    fn new_positions_start_the_cache_afresh() {
+        let mut c = StepCache::default();
+        c.put(&[1, 2, 3], vec![0, 1], None, Entry::Leaf(Outs(0, 1)));
+        c.put(&[1, 2, 3], vec![0], None, Entry::Leaf(Outs(1, 1)));
+        assert_eq!(c.entries(), 1);
+        assert!(matches!(c.get(&[1, 9, 9]), Some(Entry::Leaf(Outs(1, 1)))));
+    }
+
+    #[test]
+    fn a_run_that_read_more_goes_one_level_down_and_its_positions_grow() {
+        let mut c = StepCache::default();
+        c.put(
+            &[1, 2, 3, 4],
+            vec![0],
+            Some(vec![2]),
+            Entry::Leaf(Outs(0, 1)),
+        );
+        assert!(matches!(
+            c.get(&[1, 0, 3, 0]),
+            Some(Entry::Leaf(Outs(0, 1)))
+        ));
+        assert!(c.get(&[1, 0, 4, 0]).is_none());
+        // Another run under the same key read position 3 too: the sub-cache keys on 2 and 3.
+        c.put(
+            &[1, 2, 5, 6],
+            vec![0],
+            Some(vec![3]),
+            Entry::Leaf(Outs(1, 1)),
+        );
+        assert!(c.get(&[1, 0, 3, 0]).is_none());
+        assert!(matches!(
+            c.get(&[1, 0, 5, 6]),
+            Some(Entry::Leaf(Outs(1, 1)))
+        ));
+        assert!(c.get(&[1, 0, 5, 7]).is_none());
+    }
+
+    #[test]
+    fn keys_hold_only_the_named_positions() {
+        assert_eq!(key_of(&[10, 11, 12], &[2, 0])[..3], [12, 10, u32::MAX]);
+    }
+
+    #[test]
+    fn a_broker_serves_when_alive_and_leading_at_its_position() {
+        let mut a = Attributes::default();
+        a.set(3, 2, true, false);
+        a.set(4, 2, false, true);
+        assert!(a.serves(3, 2));
+        assert!(!a.serves(3, 1));
+        assert!(!a.serves(4, 2));
+        assert!(a.stalled[4]);
+    }
+}

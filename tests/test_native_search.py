@@ -1,0 +1,108 @@
+"""The native core (native/src/search.rs, checker/native_search.py) against the Python engine.
+
+Every search that runs on the core must give exactly what the Python engine gives: verdict,
+distinct and generated states, depth, every action's count, the same shortest path and the
+same reachability witnesses. The pinned tests (tests/test_pinned.py, test_protocols.py's bug
+zoo, test_findings.py) run on the core by default; these compare it with the Python engine
+run by run, and pin which searches fall back and what the summary says then.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from kafkamc.checker import native
+from kafkamc.checker.explorer import explore
+from kafkamc.checker.fast import FastModel
+from kafkamc.checker.search import Limits
+from kafkamc.cli.main import cli, main
+from kafkamc.invariants.suite import InvariantSuite
+from kafkamc.spec.config import Config
+from kafkamc.spec.protocol import preset
+from test_findings import FINDING, FIX
+from test_protocols import ZOO, _with
+
+pytestmark = pytest.mark.skipif(native.load() is None, reason="the native core is not built")
+
+SEARCHES = [
+    dict(rf=2, minisr=1, max_records=1),
+    dict(rf=2, minisr=2),
+    dict(rf=2, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1),
+    dict(rf=3, minisr=2, acks="1", max_records=1),
+    dict(rf=2, minisr=1, unclean=True, max_clean_shutdowns=1, max_fences=1, max_records=1),
+    dict(rf=2, minisr=1, max_records=1, max_hard_crashes=2, symmetry=False),
+    dict(rf=3, minisr=2, max_records=1, max_controlled_shutdowns=1, max_leader_elections=1, max_hard_crashes=0),
+    dict(rf=2, minisr=2, max_records=1, max_clean_shutdowns=1, max_hard_crashes=0, max_fences=1),
+    dict(FINDING),
+    dict(FINDING, protocol=FIX),
+    dict(rf=2, minisr=1, max_records=1, protocol=preset("4.0.0")),
+] + [dict(row[1], protocol=_with(row[0])) for row in ZOO if not hasattr(row, "marks")]  # the zoo's fast rows
+
+
+def _both(kw: dict, **options):
+    cfg = Config(**kw)
+    python = explore(FastModel(cfg), InvariantSuite(cfg), engine="python", **options)
+    core = explore(FastModel(cfg), InvariantSuite(cfg), **options)
+    return python, core
+
+
+def _same(python, core) -> None:
+    assert (python.core, core.core) == ("python", "native")
+    for field in ("verdict", "distinct_states", "states_generated", "depth", "stop_reason", "coverage"):
+        assert getattr(core, field) == getattr(python, field), field
+    assert core.violation == python.violation  # its invariant, kind and the whole trace
+    assert core.reached == python.reached  # every witness trace
+
+
+@pytest.mark.parametrize("kw", SEARCHES, ids=lambda kw: " ".join(f"{k}={v}" for k, v in kw.items())[:80])
+def test_the_core_gives_what_the_python_engine_gives(kw):
+    _same(*_both(kw))
+
+
+def test_the_core_stops_where_the_python_engine_stops_at_a_limit_and_a_target():
+    """A level is not finished first: both stop after the state that reaches the bound."""
+    kw = dict(rf=3, minisr=2, max_records=1)
+    _same(*_both(kw, limits=Limits(max_states=5000)))
+    _same(*_both(kw, stop_when_reached=frozenset({"ElrElection"})))
+
+
+def test_searches_the_core_does_not_serve_run_on_the_python_engine_and_say_why():
+    cfg = Config(rf=2, minisr=1, max_records=1)
+    dfs = explore(FastModel(cfg), InvariantSuite(cfg), "dfs")
+    assert (dfs.core, dfs.core_note) == (
+        "python",
+        "the native core does not serve depth-first search; using the Python engine",
+    )
+    verify = explore(FastModel(cfg, verify=0.5), InvariantSuite(cfg))
+    assert verify.core_note == "the native core does not serve --verify; using the Python engine"
+
+
+ARGS = ["check", "--rf", "2", "--minisr", "2", "--max-records", "1", "--workers", "1", "--quiet"]
+
+
+def test_the_summary_says_when_the_python_engine_ran_in_place_of_the_core(monkeypatch):
+    runner = CliRunner()
+    assert json.loads(runner.invoke(cli, [*ARGS, "--json"]).output)["core"] == "native"
+    assert "native core" not in runner.invoke(cli, ARGS).output  # nothing to say when the core ran
+    monkeypatch.setattr(native, "_import", lambda: (None, "the native core is not built (no Rust)"))
+    out = runner.invoke(cli, ARGS).output.splitlines()
+    assert "the native core is not built (no Rust); using the Python engine" in out
+    assert json.loads(runner.invoke(cli, [*ARGS, "--engine", "python", "--json"]).output)["core"] == "python"
+
+
+def test_a_panic_in_the_core_is_one_error_line_and_exit_2(monkeypatch, capsys):
+    from kafkamc.checker import native_search
+
+    def panics(*args, **kwargs):
+        native.load()._panic("a broken invariant of the core")
+
+    monkeypatch.setattr(native_search, "_explore", panics)
+    with pytest.raises(SystemExit) as stop:
+        main(ARGS[:])
+    assert stop.value.code == 2
+    out, err = capsys.readouterr()
+    assert err.strip().splitlines() == [
+        "kafkamc: error: the native core failed (a broken invariant of the core); --engine python runs without it"
+    ]
