@@ -102,3 +102,26 @@ def drop_older_half(store: dict) -> list:
     """Delete the first half of a dict's keys (its older entries); return the values dropped."""
     old = list(islice(store, len(store) // 2))
     return [store.pop(key) for key in old]
+
+
+def cache_stats(fast) -> dict:
+    """Each cache's lookups and misses so far in a FastSuccessors: the step caches by action
+    type (a RoundTrip's halves apart), the candidates and the observations. A lookup the
+    candidates' cache answered with a step's fixed outcome is counted by neither."""
+    out: dict = {}
+
+    def count(name: str, lookups: int, misses: int) -> None:
+        had = out.get(name, (0, 0))
+        out[name] = (had[0] + lookups, had[1] + misses)
+
+    for action, sc in fast.caches.items():
+        name = type(action).__name__
+        count(name, sc.lookups + sc.looked, sc.runs)
+        for half, hc in zip((".handle", ".receive"), sc.halves or ()):
+            count(name + half, hc.lookups + hc.looked, hc.runs)
+    count("candidates", fast.states * fast.n, sum(fast.candidate_runs))
+    count("observe", fast.states + fast.observe_lookups, fast.observe_misses)
+    return {
+        name: {"lookups": n, "misses": m, "hit_rate": round(1 - m / n, 4) if n else None}
+        for name, (n, m) in sorted(out.items())
+    }

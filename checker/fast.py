@@ -348,28 +348,6 @@ class FastSuccessors:
                         new_tuple(Fresh, (mask | ghost if seen[0] is not comps[G] else mask, child)),
                     )
 
-    def cache_stats(self) -> dict:
-        """Each cache's lookups and misses so far: the step caches by action type (a RoundTrip's
-        halves apart), the candidates and the observations. A lookup the candidates' cache
-        answered with a step's fixed outcome is counted by neither."""
-        out: dict = {}
-
-        def count(name: str, lookups: int, misses: int) -> None:
-            had = out.get(name, (0, 0))
-            out[name] = (had[0] + lookups, had[1] + misses)
-
-        for action, sc in self.caches.items():
-            name = type(action).__name__
-            count(name, sc.lookups + sc.looked, sc.runs)
-            for half, hc in zip((".handle", ".receive"), sc.halves or ()):
-                count(name + half, hc.lookups + hc.looked, hc.runs)
-        count("candidates", self.states * self.n, sum(self.candidate_runs))
-        count("observe", self.states + self.observe_lookups, self.observe_misses)
-        return {
-            name: {"lookups": n, "misses": m, "hit_rate": round(1 - m / n, 4) if n else None}
-            for name, (n, m) in sorted(out.items())
-        }
-
     def expand(self, state: State):
         """(action, successor, its fingerprint before symmetry), in candidate order."""
         for _, action, nxt, fp, _ in self.transitions(state):

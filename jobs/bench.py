@@ -85,13 +85,14 @@ def run_one(name: str) -> dict:
     caches = None  # one process: each cache's lookups, misses and hit rate
     start, cpu = time.monotonic(), time.process_time()
     if engine in ("local", "python"):  # one process: the native core where built, or the Python engine
+        from kafkamc.checker.budget import cache_stats
         from kafkamc.checker.explorer import explore
         from kafkamc.checker.fast import FastModel
         from kafkamc.invariants.suite import InvariantSuite
 
         model = FastModel(cfg)
         result = explore(model, InvariantSuite(cfg), engine="auto" if engine == "local" else "python")
-        caches = model.fast.cache_stats()
+        caches = cache_stats(model.fast)
     elif engine == "simulate":
         from kafkamc.checker.fast import FastModel
         from kafkamc.checker.simulate import Simulation, simulate

@@ -13,6 +13,7 @@ import dataclasses
 
 import pytest
 from helpers import sample_states
+from kafkamc.checker.budget import cache_stats
 from kafkamc.checker.explorer import Limits, explore
 from kafkamc.checker.fast import FastModel
 from kafkamc.invariants.suite import InvariantSuite
@@ -197,7 +198,7 @@ def test_a_hard_crash_is_cached_per_broker_not_on_every_broker():
     model = FastModel(cfg)
     result = explore(model, InvariantSuite(cfg))
     assert (result.verdict, result.distinct_states) == ("holds", 79914)
-    crash = model.fast.cache_stats()["BrokerCrash"]
+    crash = cache_stats(model.fast)["BrokerCrash"]
     assert (crash["lookups"], crash["misses"]) == (20714, 1006)
 
 
@@ -209,4 +210,4 @@ def test_a_mapped_step_is_the_step_function_under_verify():
     model = FastModel(cfg, verify=1.0)
     result = explore(model, InvariantSuite(cfg), limits=Limits(max_states=20000))
     assert result.distinct_states >= 20000
-    assert model.fast.cache_stats()["BrokerCrash"]["misses"] > 0
+    assert cache_stats(model.fast)["BrokerCrash"]["misses"] > 0
