@@ -47,6 +47,7 @@ RUNS = {
     # before the clock starts: elapsed_s is the check's, the application's start included.
     "default-spark-standalone[2]": (BENCH_CONFIG, "spark-standalone[2]"),
     "large": (LARGE_CONFIG, "local"),
+    "large-python": (LARGE_CONFIG, "python"),
     "large-workers[2]": (LARGE_CONFIG, "workers[2]"),
     "large-spark-local[2]": (LARGE_CONFIG, "spark-local[2]"),
     "large-no-symmetry": (replace(LARGE_CONFIG, symmetry=False), "local"),
@@ -60,7 +61,12 @@ RUNS = {
 }
 CUT = {"fences-workers[2]": TEN_MILLION, "shutdowns-workers[2]": TEN_MILLION}  # run -> max distinct states
 SIMULATE_RUN = (200, 100, 0)  # walks, steps at most per walk, seed
-QUICK = ("default", "default-workers[2]", "default-no-symmetry")
+QUICK = (
+    "default",
+    "default-python",
+    "default-workers[2]",
+    "default-no-symmetry",
+)  # the core and the Python engine back to back
 
 
 def describe(cfg: Config) -> str:

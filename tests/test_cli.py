@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kafkamc.checker import native
 
 EXE = shutil.which("kafkamc", path=os.path.dirname(sys.executable)) or shutil.which("kafkamc")
 
@@ -286,6 +287,8 @@ def test_bench_prints_the_table_as_json():
     assert (row["run"], row["verdict"], row["distinct_states"], row["depth"]) == ("default", "holds", 541729, 30)
     assert row["distinct_states_per_s"] > 0 and row["peak_memory_mib"] > 0
     assert 0 < row["visited_bytes_per_state"] <= 32
+    assert row["core"] == ("native" if native.load() is not None else "python")
+    assert row["caches"]["BrokerCrash"]["misses"] == 4462  # keyed on every broker before issue 40: 288,090
 
 
 def test_bench_unknown_run_is_one_line():
