@@ -12,7 +12,7 @@ from kafkamc.checker.graph import Recording
 from kafkamc.checker.liveness import LivenessReport, ReferenceGraph, check_liveness, symmetry_for_liveness
 from kafkamc.checker.progress import Progress
 from kafkamc.checker.search import Limits, Result
-from kafkamc.checker.simulate import SimResult, Simulation, run_simulation
+from kafkamc.checker.simulate import NO_VIOLATION, SimResult, Simulation, run_simulation
 from kafkamc.invariants.lasso import lasso_problem
 from kafkamc.invariants.liveness import FAIRNESS, LivenessSuite, is_liveness
 from kafkamc.invariants.liveness import by_name as liveness_by_name
@@ -71,11 +71,12 @@ class CheckRun:
         """Actions that could have fired and never did: their protocol rule and Kafka setting are in
         force (Next declares the ones an action belongs to) and their bounds allow them. Rare ones
         (enabled only in corners most bounds never reach) are not listed."""
-        # Only a search that went as far as its bounds (a depth bound is one) knows what never
-        # fires: one that stopped at a violation, a --reach hit, the clock, a state count or an
-        # interrupt did not look everywhere.
+        # Only a search that went as far as its bounds (a depth bound is one; for --simulate,
+        # every walk asked for) knows what never fires: one that stopped at a violation, a --reach
+        # hit, the clock, a state count or an interrupt did not look everywhere.
         r = self.result
-        if not (r.verdict == "holds" or (r.verdict == "incomplete" and (r.stop_reason or "").startswith("max depth"))):
+        done = r.verdict in ("holds", NO_VIOLATION)
+        if not (done or (r.verdict == "incomplete" and (r.stop_reason or "").startswith("max depth"))):
             return []
         fired = self.coverage()
         return [
