@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from collections import _tuplegetter  # type: ignore[attr-defined]  # NamedTuple's own field getter
 
-from kafkamc.spec.state import State
+from kafkamc.checker.verify import FastPathError
+from kafkamc.spec.state import State, as_tuple
 
 _new = tuple.__new__
 
@@ -40,6 +41,32 @@ class Reads(set):
         self.maps: list = []
 
 
+class RawReadError(FastPathError):
+    """A step read a state's tuple items past every recorded accessor (tuple.__getitem__,
+    tuple.__iter__): the fast path cannot know what it read, so its cached outcomes could be
+    wrong. Raised at the first such read, with or without --verify."""
+
+
+def _refuse(*_args, **_kwargs):
+    raise RawReadError(
+        "a step read the state's raw tuple items (tuple.__getitem__(state, i) or the like), which the "
+        "fast path cannot record; read the state through its fields (state.ghost, state.broker(b), "
+        "state[i]) so that its cached outcomes follow the read"
+    )
+
+
+class _Sealed:
+    """What a RecordingState's own tuple items are: a read past the accessors gets this, and any
+    use of it (an attribute, comparing, hashing, truth, iterating) raises RawReadError."""
+
+    __slots__ = ()
+    __getattribute__ = __getattr__ = __eq__ = __ne__ = __hash__ = __bool__ = _refuse
+    __iter__ = __len__ = __getitem__ = __lt__ = __le__ = __gt__ = __ge__ = __int__ = __index__ = _refuse
+
+
+_SEALED = _Sealed()  # a RecordingState's items 0 to 3, where a State keeps its fields
+
+
 def _compile_replace():
     """RecordingState.__replace__: State's fields by keyword (from State._fields), the
     reads set carried along; built once, as spec/state.py builds each record's replace."""
@@ -47,31 +74,33 @@ def _compile_replace():
     own = ("_c", "_bs", "_g", "_u")  # RecordingState's unrecorded getters, in State's field order
     items = ", ".join(f"self.{own[i]} if {n} is _UNSET else {n}" for i, n in enumerate(names))
     params = ", ".join(f"{n}=_UNSET" for n in names)
-    ns: dict = {"_UNSET": object(), "_new": _new}
-    exec(f"def __replace__(self, *, {params}):\n    return _new(type(self), ({items}, self._reads))\n", ns)
+    ns: dict = {"_UNSET": object(), "_new": _new, "_S": _SEALED}
+    body = f"return _new(type(self), (_S, _S, _S, _S, {items}, self._reads))"
+    exec(f"def __replace__(self, *, {params}):\n    {body}\n", ns)
     return ns["__replace__"]
 
 
 class RecordingState(State):
-    """A State whose component reads are noted in a set it carries after its four fields
-    (a fifth tuple item: no instance dict to build on every run); the states a step
-    derives from it (with_broker, replace) note into the same set.
+    """A State whose component reads are noted in a set it carries after its fields (a tuple
+    item: no instance dict to build on every run); the states a step derives from it
+    (with_broker, replace) note into the same set.
 
     Every way to read it is recorded: the accessors note their part; indexing, unpacking,
-    comparing, hashing and the tuple methods note every part they can see. Its own items are
-    read through C-level item getters (the same cost as a plain attribute), never through
-    indexing, which is what a step would use to slip past the record."""
+    comparing, hashing, key() and the tuple methods note every part they can see. Its fields
+    are items 4 to 7, read through C-level item getters (the same cost as a plain attribute);
+    items 0 to 3, where a State keeps them, are _SEALED, so that a step reading past the record
+    (tuple.__getitem__(state, 2)) fails at once instead of caching a wrong outcome."""
 
     __slots__ = ()
-    _c = _tuplegetter(0, None)
-    _bs = _tuplegetter(1, None)
-    _g = _tuplegetter(2, None)
-    _u = _tuplegetter(3, None)
-    _reads = _tuplegetter(4, None)
+    _c = _tuplegetter(4, None)
+    _bs = _tuplegetter(5, None)
+    _g = _tuplegetter(6, None)
+    _u = _tuplegetter(7, None)
+    _reads = _tuplegetter(8, None)
 
     @classmethod
     def of(cls, state: tuple, reads: set) -> RecordingState:
-        return _new(cls, (state[0], state[1], state[2], state[3], reads))
+        return _new(cls, (_SEALED, _SEALED, _SEALED, _SEALED, state[0], state[1], state[2], state[3], reads))
 
     @property
     def controller(self):
@@ -105,7 +134,7 @@ class RecordingState(State):
     def with_broker(self, b: int, broker) -> RecordingState:
         bs: list = list(self._bs)
         bs[b - 1] = broker
-        return _new(type(self), (self._c, tuple(bs), self._g, self._u, self._reads))
+        return _new(type(self), (_SEALED, _SEALED, _SEALED, _SEALED, self._c, tuple(bs), self._g, self._u, self._reads))
 
     def map_brokers(self, fn) -> RecordingState:
         """Into a Reads, the map is noted rather than the brokers (module docstring); into a
@@ -116,7 +145,7 @@ class RecordingState(State):
         else:
             bs = tuple(map(fn, self._bs))
             reads.maps.append((fn, bs))
-        return _new(type(self), (self._c, bs, self._g, self._u, reads))
+        return _new(type(self), (_SEALED, _SEALED, _SEALED, _SEALED, self._c, bs, self._g, self._u, reads))
 
     def _all(self) -> tuple:
         """The four fields, every part noted as read (for a read that sees them all)."""
@@ -141,6 +170,9 @@ class RecordingState(State):
 
     def _asdict(self):
         return dict(zip(State._fields, self._all()))
+
+    def key(self) -> tuple:  # State.key() reads every part
+        return as_tuple(State(*self._all()))
 
     __replace__ = _compile_replace()
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import math
 import os
+import tempfile
 from pathlib import Path
 
 import click
 from kafkamc.spec.bounds import Bound
 from kafkamc.spec.config import ACKS, Config
 from kafkamc.spec.next import BOUNDS
-from kafkamc.spec.protocol import NEWEST, ProtocolError, parse_rule, preset
+from kafkamc.spec.protocol import ALIASES, ERAS, NEWEST, RULES, SAME_AS_NEWEST, ProtocolError, parse_rule, preset
 from rich.console import Console
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
@@ -20,6 +21,13 @@ EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 class UsageProblem(Exception):
     """Bad input found after click parsed the command line; main() prints it as one line, exit 2."""
 
+
+# The real Kafka releases the harness runs (realkafka/jars.py resolves them). One default for
+# `conform` and `trace kafka`: the newest release, whose rules the newest preset models (4.1.0's
+# rules are those of 4.2 to 4.4), so that by default the model is compared with the Kafka a user
+# deploys today.
+KAFKA_VERSIONS = ("4.1.1", "4.4.0")
+DEFAULT_KAFKA = "4.4.0"
 
 DEFAULTS = Config()
 # The bounds' flags come from the actions that declare them (spec/next.py).
@@ -49,6 +57,16 @@ def _bound(b: Bound) -> list:
         for flag, setting in zip(b.alias_flags, b.alias_settings, strict=True)
     ]
     return options
+
+
+def completing(names):
+    """A shell_complete callback (Click's completion: README, Shell completion) offering the
+    names `names()` gives that start with what was typed."""
+    return lambda ctx, param, incomplete: [n for n in names() if n.startswith(incomplete)]
+
+
+PROTOCOL_NAMES = completing(lambda: [*ERAS, *ALIASES, *SAME_AS_NEWEST])
+RULE_NAMES = completing(lambda: [f"{r.name}={v}" for r in RULES for v in r.values])
 
 
 _CONFIG_OPTIONS = (
@@ -85,10 +103,16 @@ _CONFIG_OPTIONS = (
         default=NEWEST,
         show_default=True,
         metavar="ERA",
+        shell_complete=PROTOCOL_NAMES,
         help="Kafka release whose replication rules apply (`kafkamc protocols` lists them)",
     ),
     click.option(
-        "--rule", "rules", multiple=True, metavar="NAME=VALUE", help="override one protocol rule (repeatable)"
+        "--rule",
+        "rules",
+        multiple=True,
+        metavar="NAME=VALUE",
+        shell_complete=RULE_NAMES,
+        help="override one protocol rule (repeatable)",
     ),
     click.option("--elr/--no-elr", default=None, help="eligible leader replicas, KIP-966 (default: as the protocol)"),
     *(option for b in BOUNDS for option in _bound(b)),
@@ -155,18 +179,31 @@ def _former_flags(o: dict) -> None:
             o[b.setting] = value
 
 
+# Every --json output names its format and version first: a field's meaning changes only with a
+# new version, so that a CI job can tell a format it does not know from a result.
+SCHEMA_VERSION = 1
+
+
+def schema(kind: str) -> dict:
+    """The first field of a --json output: `{"schema": "kafkamc.KIND/1"}`."""
+    return {"schema": f"kafkamc.{kind}/{SCHEMA_VERSION}"}
+
+
 def positive(name: str, value) -> None:
     """A count or a time limit: a finite number above 0 (nan and inf are not limits)."""
     if value is not None and not (math.isfinite(value) and value > 0):
         raise UsageProblem(f"{name} must be a positive number (got {value:g})")
 
 
-def writable(option: str, path, directory: bool = False) -> None:
-    """An output path checked before the work starts: a search's result must not be lost at
-    its end. A file goes into a folder that exists (a mistyped folder is bad input, not a
-    tree to create); an output folder is created now. A file where a folder goes, a folder
-    where a file goes, or a folder this user cannot write in is bad input."""
+def writable(option: str, path, directory: bool = False, shown=None) -> None:
+    """An output path checked before the work starts: a result must not be lost at the end of
+    the work. One rule for every command: a file goes into a folder that exists (a mistyped
+    folder is bad input, not a tree to create); an output folder is created now. A file where a
+    folder goes, a folder where a file goes, or a place this process cannot write is bad input.
+    Writability is tried, not inferred from permission bits: root passes os.access() on /proc.
+    `shown`: the path as the user gave it, when `path` is derived from it (--junit's folder)."""
     p = Path(path).absolute()
+    path = path if shown is None else shown
     if p.exists() and p.is_dir() != directory:
         raise UsageProblem(f"{option} {path}: {'not a folder' if directory else 'is a folder'}")
     up = p if directory else p.parent
@@ -179,20 +216,33 @@ def writable(option: str, path, directory: bool = False) -> None:
         raise UsageProblem(f"{option} {path}: {base} is a file, not a folder")
     if not os.access(base, os.W_OK | os.X_OK):
         raise UsageProblem(f"{option} {path}: cannot write in {base}")
-    if directory:
-        try:
+    try:
+        if directory:
             up.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise UsageProblem(f"{option} {path}: cannot create the folder: {e.strerror or e}") from None
+            with tempfile.TemporaryFile(dir=up):
+                pass
+        elif p.exists():
+            with open(p, "a"):  # appends nothing: the file is untouched
+                pass
+        else:
+            with open(p, "x"):
+                pass
+            p.unlink()
+    except OSError as e:
+        raise UsageProblem(f"{option} {path}: cannot write in {up}: {e.strerror or e}") from None
+
+
+def given_options(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
+    """The flags, of the options named, that the command line gave (not left at their default)."""
+    flag = {p.name: p.opts[0] for p in ctx.command.params}
+    return [flag[n] for n in names if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
 
 
 def only_with(ctx: click.Context, needs: str, given: bool, names: tuple[str, ...]) -> None:
     """Options that mean something only with another one are an error without it, not ignored."""
-    set_ = [n for n in names if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
+    set_ = given_options(ctx, names)
     if set_ and not given:
-        flag = {p.name: p.opts[0] for p in ctx.command.params}
-        flags = ", ".join(flag[n] for n in set_)
-        raise UsageProblem(f"{flags} only appl{'ies' if len(set_) == 1 else 'y'} with {needs}")
+        raise UsageProblem(f"{', '.join(set_)} only appl{'ies' if len(set_) == 1 else 'y'} with {needs}")
 
 
 def help_when_bare(ctx: click.Context) -> None:

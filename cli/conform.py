@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import tempfile
 from pathlib import Path
 
 import click
-from kafkamc.cli.common import EXIT_HOLDS, EXIT_INCOMPLETE, EXIT_VIOLATED, UsageProblem
+from kafkamc.cli.common import (
+    DEFAULT_KAFKA,
+    EXIT_HOLDS,
+    EXIT_INCOMPLETE,
+    EXIT_VIOLATED,
+    KAFKA_VERSIONS,
+    UsageProblem,
+    given_options,
+)
 
-VERSIONS = ("4.1.1", "4.4.0")
+# The options that describe a new run; a saved run (--validate) carries its own.
+RUN_OPTIONS = ("kafka_version", "rf", "brokers", "minisr", "unclean", "elr", "faults", "seed", "runs", "out")
 
 
 def _folder(out: str | None) -> Path:
@@ -29,7 +40,7 @@ def _folder(out: str | None) -> Path:
 
 def register(cli) -> None:
     @cli.command()
-    @click.option("--kafka-version", type=click.Choice(VERSIONS), default="4.1.1", show_default=True)
+    @click.option("--kafka-version", type=click.Choice(KAFKA_VERSIONS), default=DEFAULT_KAFKA, show_default=True)
     @click.option("--rf", type=int, default=3, show_default=True, help="replication factor")
     @click.option("--brokers", type=int, default=None, help="brokers in the cluster (default: --rf)")
     @click.option("--minisr", type=int, default=2, show_default=True, help="min.insync.replicas")
@@ -42,9 +53,10 @@ def register(cli) -> None:
     @click.option(
         "--validate",
         "saved",
-        type=click.Path(file_okay=False, exists=True),
+        type=click.Path(exists=True),
         default=None,
-        help="validate a saved run's folder again, without Kafka",
+        metavar="RUN",
+        help="validate a saved run again, without Kafka: its folder, or its observations.json",
     )
     def conform(kafka_version, rf, brokers, minisr, unclean, elr, faults, seed, runs, out, saved):
         """Run random fault schedules on a real KRaft cluster and check that everything it did
@@ -58,14 +70,17 @@ def register(cli) -> None:
         from kafkamc.realkafka.cluster import ClusterFailed
 
         if saved is not None:
-            if not (Path(saved) / "observations.json").is_file():
-                raise UsageProblem(f"{saved} holds no observations.json")
-            return _verdict([cf.check(Path(saved), cf.Outcome(Path(saved)), click.echo)])
+            extra = given_options(click.get_current_context(), RUN_OPTIONS)
+            if extra:
+                raise UsageProblem(f"{', '.join(extra)}: a saved run keeps its own setup; give --validate alone")
+            folder = _saved_run(Path(saved))
+            try:
+                return _verdict([cf.check(folder, cf.Outcome(folder), click.echo)])
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+                # A hand-edited field the checks above do not reach: bad input, never a discrepancy.
+                raise UsageProblem(f"cannot validate {saved}: {type(e).__name__}: {e} (a damaged saved run?)") from None
         brokers = brokers or rf
-        if not 1 <= rf <= 5 or not rf <= brokers <= 5:
-            raise UsageProblem(f"--rf must be 1 to 5 and --brokers between --rf and 5 (got {rf}, {brokers})")
-        if not 1 <= minisr <= rf:
-            raise UsageProblem(f"--minisr must be between 1 and --rf (got {minisr})")
+        _check_setup(rf, brokers, minisr)
         if faults < 1 or runs < 1:
             raise UsageProblem("--faults and --runs must be at least 1")
         setup = cf.Setup(rf, brokers, minisr, unclean, elr, kafka_version)
@@ -86,6 +101,64 @@ def register(cli) -> None:
             click.echo(f"interrupted; everything so far is in {folder}")
             return EXIT_INCOMPLETE
         return _verdict(outcomes)
+
+
+def _check_setup(rf: int, brokers: int, minisr: int, where: str = "", dashes: str = "--") -> None:
+    """The cluster sizes a run may have, given as flags or found in a saved run's setup."""
+    r, b, m = (f"{dashes}{n}" for n in ("rf", "brokers", "minisr"))
+    if not 1 <= rf <= 5 or not rf <= brokers <= 5:
+        raise UsageProblem(f"{where}{r} must be 1 to 5 and {b} between {r} and 5 (got {rf}, {brokers})")
+    if not 1 <= minisr <= rf:
+        raise UsageProblem(f"{where}{m} must be between 1 and {r} (got {minisr})")
+
+
+def _saved_run(path: Path) -> Path:
+    """The folder of a saved run, its observations.json checked before validation starts:
+    a damaged or hand-edited file is bad input (exit 2), never a discrepancy (exit 1). A bare
+    observations.json is validated in a new temporary folder, where its report.txt goes."""
+    from kafkamc.realkafka import conform as cf
+
+    if path.is_dir():
+        if not (path / "observations.json").is_file():
+            raise UsageProblem(f"{path} holds no observations.json")
+        folder, file = path, path / "observations.json"
+    else:
+        folder, file = Path(tempfile.mkdtemp(prefix="kafkamc-validate-")), path
+        shutil.copyfile(path, folder / "observations.json")
+    bad = f"{file} is not a saved run"
+    try:
+        data = json.loads(file.read_text())
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageProblem(f"cannot read {file}: {e}") from None
+    except json.JSONDecodeError as e:
+        raise UsageProblem(f"{bad}: not JSON ({e.msg} at line {e.lineno})") from None
+    if not isinstance(data, dict) or not all(k in data for k in ("setup", "events", "reads")):
+        raise UsageProblem(f"{bad}: a JSON object with setup, events and reads expected")
+    setup = data["setup"]
+    fields = set(cf.Setup.__dataclass_fields__)
+    if not isinstance(setup, dict) or not set(setup) <= fields:
+        raise UsageProblem(f"{bad}: its setup must be an object with only {', '.join(sorted(fields))}")
+    s = cf.Setup(**setup)
+    if not all(isinstance(getattr(s, k), int) for k in ("rf", "brokers", "minisr")):
+        raise UsageProblem(f"{bad}: its setup's rf, brokers and minisr must be numbers")
+    _check_setup(s.rf, s.brokers, s.minisr, where=f"{file}'s setup: ", dashes="")
+    if s.version not in KAFKA_VERSIONS:
+        raise UsageProblem(f"{file}'s setup: Kafka {s.version!r} is not one of {', '.join(KAFKA_VERSIONS)}")
+    events, reads = data["events"], data["reads"]
+    if not isinstance(events, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("kind"), str) and isinstance(e.get("t"), int | float) for e in events
+    ):
+        raise UsageProblem(f"{bad}: its events must be a list of objects, each with a kind and a time t")
+    if not isinstance(reads, list) or not all(
+        isinstance(r, list) and len(r) == 2 and isinstance(r[1], list) and all(isinstance(x, list) for x in r[1])
+        for r in reads
+    ):
+        raise UsageProblem(f"{bad}: its reads must be a list of [time, [record, ...]] pairs")
+    try:
+        cf.load(folder)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise UsageProblem(f"{bad}: {type(e).__name__}: {e}") from None
+    return folder
 
 
 def _summary(outcomes: list) -> None:

@@ -110,7 +110,7 @@ def gate(file, junit, out_dir):
         out_dir = Path(junit).parent if junit else Path("kafkamc-gate")
     if junit and not given and Path(junit).parent.exists() and not Path(junit).parent.is_dir():
         raise UsageProblem(f"--junit {junit}: {Path(junit).parent} is a file, not a folder")
-    writable("--out-dir" if given or not junit else "--junit", out_dir, directory=True)
+    writable("--out-dir" if given or not junit else "--junit", out_dir, directory=True, shown=None if given else junit)
     if junit:
         writable("--junit", junit)
     console = make_console()
@@ -135,11 +135,14 @@ def gate(file, junit, out_dir):
         for o in outcomes
     ]
     show_rows(console, f"kafkamc gate {file}", rows)
+    lost = False
     for o in outcomes:
         for f in o.files:
             console.print(f"saved {f}")
+        if o.save_error:
+            console.print(f"[bold red]could not save the counterexample of {o.entry.name}[/bold red] in {o.save_error}")
+            lost = True
     failed = [o for o in outcomes if not o.ok]
-    lost = False
     if junit:
         try:
             Path(junit).write_text(junit_xml(outcomes, Path(file).stem) + "\n")

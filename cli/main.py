@@ -12,6 +12,7 @@ from kafkamc.checker.budget import DEFAULT_MIB
 from kafkamc.checker.explorer import STRATEGIES, Limits
 from kafkamc.checker.verify import FastPathError
 from kafkamc.cli.common import (
+    DEFAULTS,
     EXIT_HOLDS,
     EXIT_INCOMPLETE,
     EXIT_USAGE,
@@ -19,11 +20,13 @@ from kafkamc.cli.common import (
     SPARK_ONLY,
     UsageProblem,
     build_config,
+    completing,
     config_options,
     help_when_bare,
     only_with,
     positive,
     properties_option,
+    schema,
     spark_settings,
     workers_setting,
     writable,
@@ -34,8 +37,9 @@ from kafkamc.invariants.catalog import INVARIANTS
 from kafkamc.invariants.liveness import CATALOG as LIVENESS
 from kafkamc.invariants.liveness import is_liveness
 from kafkamc.invariants.properties import PropertiesError, PropertyFile
+from kafkamc.invariants.reach import catalog as reach_catalog
 from kafkamc.jobs.run import run_check
-from kafkamc.spec.config import ConfigError
+from kafkamc.spec.config import Config, ConfigError
 from kafkamc.traces.trace import TraceError
 
 
@@ -64,6 +68,7 @@ def cli(ctx):
     "invariants",
     multiple=True,
     metavar="NAME",
+    shell_complete=completing(lambda: [p.name for p in INVARIANTS + LIVENESS]),
     help="check only these invariants (repeatable; default: all); a liveness property's name checks it",
 )
 @click.option(
@@ -149,6 +154,7 @@ def cli(ctx):
     "reach",
     multiple=True,
     metavar="NAME",
+    shell_complete=completing(lambda: [r.name for r in reach_catalog(Config(broker_count=DEFAULTS.rf + 1))]),
     help="search for a shortest path to this reachability property and save it (repeatable)",
 )
 @properties_option("a Python file of your own invariants and reachability properties (see examples/properties.py)")
@@ -178,7 +184,12 @@ def check(
     quiet,
     **config_flags,
 ):
-    """Explore every reachable state within the bounds and check the invariants."""
+    """Explore every reachable state within the bounds and check the invariants.
+
+    Exit 0: every invariant holds within the bounds (with --reach: every target reached; with
+    --simulate: no violation found); 1: a violation (with --reach: a target never reached);
+    2: bad input, one `kafkamc: error:` line; 3: stopped at a limit or interrupted before the
+    search was exhaustive."""
     cfg = build_config(config_flags)
     simulate = simulation_settings(config_flags)  # cli/simulate.py: random walks in place of the search
     workers = workers_setting(workers, strategy, engine)
@@ -226,7 +237,7 @@ def check(
         python_engine=engine == "python",
     )
     if as_json:
-        click.echo(json.dumps(run.summary(), indent=1))
+        click.echo(json.dumps(schema("check") | run.summary(), indent=1))
     else:
         print_run(run)
     verdicts = {"holds": EXIT_HOLDS, "reached": EXIT_HOLDS, "violated": EXIT_VIOLATED, "incomplete": EXIT_INCOMPLETE}
@@ -296,15 +307,23 @@ def _run_spark_safely(
 
 @cli.command("invariants")
 @properties_option("also list the properties this file declares")
-def list_invariants(properties_file):
+@click.option("--json", "as_json", is_flag=True, help="print the list as JSON: name, tier, kind and meaning of each")
+def list_invariants(properties_file, as_json):
     """List the invariants with what each one means (kind: state, action, reach or liveness)."""
-    invs, reach = PropertyFile.read(properties_file).declared() if properties_file else ((), ())
-    for inv in INVARIANTS + invs:
-        click.echo(f"{inv.name:24} {inv.tier:7} {inv.kind:7} {inv.meaning}")
-    for r in reach:
-        click.echo(f"{r.name:24} {'user':7} {'reach':7} {r.meaning}")
-    for p in LIVENESS:
-        click.echo(f"{p.name:24} {p.tier:7} {'liveness':7} {p.meaning}")
+    invs, reach = (), ()
+    if properties_file:
+        found = PropertyFile.read(properties_file)
+        found.built(Config().validated())  # a body that fails is reported here, not at the first check
+        invs, reach = found.declared()
+    rows = [(inv.name, inv.tier, inv.kind, inv.meaning) for inv in INVARIANTS + invs]
+    rows += [(r.name, "user", "reach", r.meaning) for r in reach]
+    rows += [(p.name, p.tier, "liveness", p.meaning) for p in LIVENESS]
+    if as_json:
+        listed = [dict(zip(("name", "tier", "kind", "meaning"), row)) for row in rows]
+        click.echo(json.dumps(schema("invariants") | {"properties": listed}, indent=1))
+        return EXIT_HOLDS
+    for name, tier, kind, meaning in rows:
+        click.echo(f"{name:24} {tier:7} {kind:7} {meaning}")
     return EXIT_HOLDS
 
 
@@ -328,7 +347,7 @@ def bench(as_json, everything, names):
             raise UsageProblem(f"unknown benchmark run {name!r}; runs: {', '.join(RUNS)}")
     table = run_table(names or (tuple(RUNS) if everything else QUICK))
     if as_json:
-        click.echo(json.dumps(table, indent=1))
+        click.echo(json.dumps(schema("bench") | table, indent=1))
         return EXIT_HOLDS
     m = table["machine"]
     click.echo(f"machine: {m['processor']}, {m['cpus']} cpus, {m['memory_gib']} GiB, Python {m['python']}")

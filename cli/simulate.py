@@ -104,6 +104,6 @@ def print_simulation(console, run: CheckRun, saved: str) -> None:
         )
     else:
         console.print(
-            f"[bold yellow]incomplete[/bold yellow]: stopped at {r.stop_reason} after {s['walks']:,} of "
+            f"[bold yellow]incomplete[/bold yellow]: {run.stop_words()} after {s['walks']:,} of "
             f"{s['walks_asked']:,} walks; no violation on them"
         )

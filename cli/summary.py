@@ -63,7 +63,11 @@ def print_run(run: CheckRun) -> None:
         console.print(f"[yellow]warning: action {name} never fired, though these bounds allow it[/yellow]")
     reached = run.reached()
     seen = [f"{k} ({v} steps)" for k, v in reached.items() if v is not None]
-    console.print("reached: " + (", ".join(seen) if seen else "none"))
+    if not run.reach_searched:
+        why = "random walks do not look for them" if r.strategy == "simulate" else "no safety pass ran"
+        console.print(f"reached: not searched ({why})", highlight=False)
+    else:
+        console.print("reached: " + (", ".join(seen) if seen else "none"))
     for name in run.vacuity_warnings():
         console.print(
             f"[yellow]warning: {name} was expected within these bounds but never happened; "
@@ -113,7 +117,7 @@ def print_run(run: CheckRun) -> None:
     else:
         covered = run.explored_depth()
         console.print(
-            f"[bold yellow]incomplete[/bold yellow]: stopped at {r.stop_reason}; "
+            f"[bold yellow]incomplete[/bold yellow]: {run.stop_words()}; "
             + (f"every path of up to {covered} steps explored; " if covered is not None else "")
             + "no violation among the states explored"
         )

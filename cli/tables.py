@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import click
-from kafkamc.cli.common import EXIT_HOLDS, build_protocol, make_console
+from kafkamc.cli.common import EXIT_HOLDS, build_protocol, make_console, schema
 from kafkamc.spec.protocol import ERAS, NEWEST, PRESETS, RULES
 
 
@@ -17,7 +17,8 @@ def list_protocols(as_json):
     if as_json:
         click.echo(
             json.dumps(
-                {
+                schema("protocols")
+                | {
                     "rules": [
                         {
                             "name": r.name,
@@ -83,7 +84,7 @@ def durability(max_rf, era, as_json):
 
     cells = durability_table(rfs=tuple(range(1, max_rf + 1)), protocol=protocol, on_cell=show)
     if as_json:
-        click.echo(json.dumps([c.to_dict() for c in cells], indent=1))
+        click.echo(json.dumps(schema("durability") | {"cells": [c.to_dict() for c in cells]}, indent=1))
         return EXIT_HOLDS
     table = Table(title=f"durability, computed (protocol {protocol.era()})")
     for col in (
@@ -117,7 +118,7 @@ def tradeoff(max_rf, as_json):
 
     cells = tradeoff_table(rfs=tuple(range(2, max_rf + 1)), on_cell=show)
     if as_json:
-        click.echo(json.dumps([c.to_dict() for c in cells], indent=1))
+        click.echo(json.dumps(schema("tradeoff") | {"cells": [c.to_dict() for c in cells]}, indent=1))
         return EXIT_HOLDS
     table = Table(title="KIP-966 trade-off, computed (protocol " + NEWEST + ", ELR rule switched)")
     for col in ("RF", "min ISR", "ELR", "unclean", "offline forever with a replica up", "committed data lost"):

@@ -8,7 +8,15 @@ from pathlib import Path
 import click
 import networkx as nx
 from kafkamc.checker.fast import FastModel as Model
-from kafkamc.cli.common import EXIT_HOLDS, EXIT_VIOLATED, UsageProblem, build_config, config_options
+from kafkamc.cli.common import (
+    EXIT_HOLDS,
+    EXIT_VIOLATED,
+    UsageProblem,
+    build_config,
+    config_options,
+    schema,
+    writable,
+)
 from kafkamc.cli.common import properties_option as common_properties_option
 from kafkamc.invariants.properties import PropertyFile
 from kafkamc.spec.config import Config
@@ -34,11 +42,9 @@ def load_claimed(file: str, properties_file: str | None) -> Trace | None:
 
 
 def _write(path: str, write) -> None:
-    """Call write(Path); a path that cannot be written is bad input, not a traceback."""
+    """Call write(Path) on a path writable() passed; the disk can still fill up: one line."""
     try:
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        write(p)
+        write(Path(path))
     except OSError as e:
         raise UsageProblem(f"cannot write {path}: {e.strerror or e}") from None
 
@@ -88,6 +94,8 @@ def register(cli_group, trace_group) -> None:
     @properties_option
     def trace_itf(file, output, properties_file):
         """Export a saved trace in the Informal Trace Format (Apalache, Quint)."""
+        if output is not None:
+            writable("--output", output)
         t = load_claimed(file, properties_file)
         if t is None:
             return EXIT_VIOLATED
@@ -113,6 +121,9 @@ def register(cli_group, trace_group) -> None:
     @properties_option
     def trace_dot(file, output, graphml, properties_file):
         """Export a saved trace as a graph: one node per step, one edge per action."""
+        for flag, path in (("--output", output), ("--graphml", graphml)):
+            if path is not None:
+                writable(flag, path)
         t = load_claimed(file, properties_file)
         if t is None:
             return EXIT_VIOLATED
@@ -142,6 +153,9 @@ def register(cli_group, trace_group) -> None:
         if max_states <= 0:
             raise UsageProblem(f"--max-states must be positive (got {max_states})")
         cfg = build_config(config_flags)
+        for flag, path in (("--output", output), ("--graphml", graphml)):
+            if path is not None:
+                writable(flag, path)
         try:
             g = graph_mod.state_graph(Model(cfg), max_states)
         except graph_mod.TooManyStates as e:
@@ -155,7 +169,7 @@ def register(cli_group, trace_group) -> None:
         if graphml:
             _write_graphml(g, graphml)
         if as_json:
-            click.echo(json.dumps({"config": cfg.to_dict(), **r}, indent=1))
+            click.echo(json.dumps(schema("graph") | {"config": cfg.to_dict(), **r}, indent=1))
         else:
             _print_report(r, cfg)
         return EXIT_HOLDS

@@ -6,7 +6,7 @@ import tempfile
 from pathlib import Path
 
 import click
-from kafkamc.cli.common import EXIT_HOLDS, EXIT_INCOMPLETE, EXIT_VIOLATED, UsageProblem
+from kafkamc.cli.common import DEFAULT_KAFKA, EXIT_HOLDS, EXIT_INCOMPLETE, EXIT_VIOLATED, KAFKA_VERSIONS, UsageProblem
 from kafkamc.cli.trace_export import properties_option
 from kafkamc.invariants.properties import PropertyFile
 from kafkamc.traces.trace import load
@@ -17,8 +17,8 @@ def register(trace_group) -> None:
     @click.argument("file", type=click.Path(dir_okay=False))
     @click.option(
         "--kafka-version",
-        type=click.Choice(("4.1.1", "4.4.0")),
-        default="4.4.0",
+        type=click.Choice(KAFKA_VERSIONS),
+        default=DEFAULT_KAFKA,
         show_default=True,
         help="the Kafka release the cluster runs",
     )

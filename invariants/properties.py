@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import z3
 from kafkamc.invariants.catalog import INVARIANTS, Invariant, Parts
@@ -101,8 +102,58 @@ class PropertyFile:
         for p in invs + reach:
             if p.name.lower() in builtin:
                 raise PropertiesError(f"properties file {self.path}: {p.name} is the name of a built-in invariant")
-        return invs, reach
+        # The bodies run later, when a command builds its checks: a mistake there is the
+        # user's, so it must become one line (exit 2), not a traceback read as a finding.
+        return (
+            tuple(replace(i, build=_Checked(self.path, i.name, i.kind, i.build)) for i in invs),
+            tuple(replace(r, build=_Checked(self.path, r.name, "reach", r.build)) for r in reach),
+        )
+
+    def built(self, cfg: Config) -> None:
+        """Build every property of the file for `cfg` once, so that a body that fails says so
+        (PropertiesError) where nothing else would build it (`kafkamc invariants`)."""
+        invs, reach = self.declared()
+        V, P = View(cfg, "", "s"), View(cfg, "prev.", "p")
+        for inv in invs:
+            inv.build(cfg, V) if inv.kind == "state" else inv.build(cfg, P, V)
+        for r in reach:
+            r.build(cfg, P, V)
 
     def to_json(self) -> dict:
         """How a trace names the file it needs."""
         return {"file": self.path, "sha256": self.digest}
+
+
+_SIGNATURE = {"state": "(cfg, V)", "action": "(cfg, P, V)", "reach": "(cfg, P, V)"}
+
+
+class _Checked:
+    """A user's property body, run so that any error or a result of the wrong shape is a
+    PropertiesError naming the property, the file and what was expected."""
+
+    def __init__(self, path: str, name: str, kind: str, build: Callable[..., Any]):
+        self.path, self.name, self.kind, self.build = path, name, kind, build
+
+    def __call__(self, *args: Any) -> Any:
+        where = f"properties file {self.path}: {self.name}{_SIGNATURE[self.kind]}"
+        try:
+            out = self.build(*args)
+        except Exception as e:  # the user's code: any error is bad input
+            raise PropertiesError(f"{where} failed: {type(e).__name__}: {e}") from None
+        if self.kind == "reach":
+            if not isinstance(out, z3.BoolRef | bool):
+                raise PropertiesError(f"{where} returned {_what(out)}; a reachability property returns a z3 formula")
+            return out
+        ok = isinstance(out, list | tuple) and all(
+            isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and isinstance(p[1], z3.BoolRef | bool)
+            for p in out
+        )
+        if not ok:
+            shape = "a list of (description, z3 formula)"
+            raise PropertiesError(f"{where} returned {_what(out)}; an invariant returns {shape}")
+        return list(out)
+
+
+def _what(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"

@@ -33,7 +33,10 @@ class GateError(ValueError):
 # Bounds by their setting or a former name of it (max_crashes, ...): gate files written for
 # the previous release still run, with a warning.
 CONFIG_KEYS = ({f.name for f in fields(Config)} - {"protocol", "track_down", "limits"}) | set(BY_SETTING)
+# The search limits `kafkamc check` takes as --max-states and --max-depth, besides time_limit.
+SEARCH_LIMITS = ("max_states", "max_depth")
 ENTRY_KEYS = CONFIG_KEYS | {"name", "protocol", "rules", "elr", "expect", "violates", "time_limit", "liveness"}
+ENTRY_KEYS |= set(SEARCH_LIMITS)
 
 
 @dataclass
@@ -44,6 +47,8 @@ class Entry:
     invariant: str | None = None  # for "violates"
     time_limit: float | None = None
     liveness: bool = False  # also check the liveness properties
+    max_states: int | None = None
+    max_depth: int | None = None
 
 
 @dataclass
@@ -54,10 +59,11 @@ class Outcome:
     ok: bool
     got: str
     files: list = field(default_factory=list)
+    save_error: str | None = None  # the counterexample could not be saved (the disk filled up)
 
     @property
     def incomplete(self) -> bool:
-        """Stopped by its time limit or an interrupt: the expectation was not decided."""
+        """Stopped by a search limit or an interrupt: the expectation was not decided."""
         return self.run.result.verdict == "incomplete"
 
     @property
@@ -109,6 +115,10 @@ def _entry(raw: dict, defaults: dict, index: int) -> Entry:
     limit = data.get("time_limit")
     if limit is not None and not (isinstance(limit, int | float) and math.isfinite(limit) and limit > 0):
         raise GateError(f"{where}: time_limit must be a positive number of seconds (got {limit!r})")
+    for key in SEARCH_LIMITS:
+        v = data.get(key)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+            raise GateError(f"{where}: {key} must be a whole number of at least 1 (got {v!r})")
     return Entry(
         name,
         cfg,
@@ -116,6 +126,8 @@ def _entry(raw: dict, defaults: dict, index: int) -> Entry:
         invariant,
         float(limit) if limit is not None else None,
         liveness or (invariant is not None and is_liveness(invariant)),
+        data.get("max_states"),
+        data.get("max_depth"),
     )
 
 
@@ -156,7 +168,7 @@ def load_gate(path: str | Path, warn: Callable[[str], None] | None = None) -> li
 def run_entry(entry: Entry, out_dir: Path | None = None) -> Outcome:
     """Run one entry. A known-unsafe entry checks only its invariant, so another invariant
     that happens to break first cannot hide or fake the expected counterexample."""
-    limits = Limits(time_limit=entry.time_limit)
+    limits = Limits(time_limit=entry.time_limit, max_states=entry.max_states, max_depth=entry.max_depth)
     invariants = [entry.invariant] if entry.expect == "violates" else None
     start = time.monotonic()
     run = run_check(entry.config, limits=limits, invariants=invariants, liveness=entry.liveness)
@@ -175,7 +187,10 @@ def run_entry(entry: Entry, out_dir: Path | None = None) -> Outcome:
     )
     outcome = Outcome(entry, run, seconds, ok, got)
     if entry.expect == "holds" and r.verdict == "violated" and out_dir is not None:
-        outcome.files = _save_counterexample(run, entry, out_dir)
+        try:
+            outcome.files = _save_counterexample(run, entry, out_dir)
+        except OSError as e:  # the folder was tried before the first check; a disk can still fill up
+            outcome.save_error = f"{out_dir}: {e.strerror or e}"
     return outcome
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kafkamc.checker.budget import DEFAULT_MIB, entries_for
@@ -12,13 +12,13 @@ from kafkamc.checker.graph import Recording
 from kafkamc.checker.liveness import LivenessReport, ReferenceGraph, check_liveness, symmetry_for_liveness
 from kafkamc.checker.progress import Progress
 from kafkamc.checker.search import Limits, Result
-from kafkamc.checker.simulate import SimResult, Simulation, run_simulation
+from kafkamc.checker.simulate import NO_VIOLATION, SimResult, Simulation, run_simulation
 from kafkamc.invariants.lasso import lasso_problem
 from kafkamc.invariants.liveness import FAIRNESS, LivenessSuite, is_liveness
 from kafkamc.invariants.liveness import by_name as liveness_by_name
 from kafkamc.invariants.properties import PropertyFile
 from kafkamc.invariants.suite import Disagreement, InvariantSuite
-from kafkamc.spec.config import Config, ConfigError
+from kafkamc.spec.config import MAX_BROKERS, Config, ConfigError
 from kafkamc.spec.model import Model
 from kafkamc.spec.next import NEXT
 from kafkamc.traces.trace import Trace, format_action
@@ -42,6 +42,9 @@ class CheckRun:
     properties: PropertyFile | None = None
     trace_error: str | None = None  # why the trace could not be saved to the path asked for
     liveness: LivenessReport | None = None  # with --liveness: the graph and each property's verdict
+    # False when no search looked for the reachability properties: --simulate, or only
+    # liveness properties named (no safety pass). "reached: none" would then be a false report.
+    reach_searched: bool = True
 
     def verdict(self) -> str:
         """The run's verdict: the search's, except that a `--reach` search that ended exhaustive
@@ -68,6 +71,13 @@ class CheckRun:
         """Actions that could have fired and never did: their protocol rule and Kafka setting are in
         force (Next declares the ones an action belongs to) and their bounds allow them. Rare ones
         (enabled only in corners most bounds never reach) are not listed."""
+        # Only a search that went as far as its bounds (a depth bound is one; for --simulate,
+        # every walk asked for) knows what never fires: one that stopped at a violation, a --reach
+        # hit, the clock, a state count or an interrupt did not look everywhere.
+        r = self.result
+        done = r.verdict in ("holds", NO_VIOLATION)
+        if not (done or (r.verdict == "incomplete" and (r.stop_reason or "").startswith("max depth"))):
+            return []
         fired = self.coverage()
         return [
             a.name
@@ -107,13 +117,29 @@ class CheckRun:
 
     def vacuity_warnings(self) -> list:
         """Expected events that an exhaustive pass never reached: the pass may be vacuous."""
-        if self.result.verdict != "holds":
+        if self.result.verdict != "holds" or not self.reach_searched:
             return []
         return [n for n in self.reach_expected if n not in self.result.reached]
 
     def protocol(self) -> dict:
         p = self.config.protocol
         return {"era": p.era(), "rules": p.to_dict()}
+
+    def stop_words(self) -> str:
+        """Why an incomplete search stopped, in words: `interrupted`, or the limit it met and,
+        for --max-states, why more states than the limit were found."""
+        r = self.result
+        reason = r.stop_reason or "a limit"
+        if reason == "interrupted":
+            return "interrupted"
+        if reason.startswith("max states") and r.distinct_states > (self.limits.max_states or 0):
+            when = (
+                "each breadth-first level, which is finished first"
+                if self.workers > 1 or self.spark is not None
+                else "all of a state's successors are added"
+            )
+            return f"stopped at {reason} with {r.distinct_states:,} found: the limit is checked after {when}"
+        return f"stopped at {reason}"
 
     def explored_depth(self) -> int | None:
         """For an incomplete breadth-first search: every path of up to this many steps was
@@ -154,6 +180,7 @@ class CheckRun:
             "properties": None if self.properties is None else self.properties.to_json(),
             "stop_reason": r.stop_reason,
             "explored_depth": self.explored_depth(),
+            "reach_searched": self.reach_searched,
             "collision_probability": r.collision_probability,
             "symmetry": self.config.symmetry,
             "visited_bytes_per_state": round(r.bytes_per_state, 1),
@@ -255,7 +282,7 @@ def run_check(
     known = [name for name, _ in suite.reach_functions()]
     for name in reach:
         if name not in known:
-            raise ConfigError(f"unknown reachability property {name!r}; properties: {', '.join(known)}")
+            raise ConfigError(_unknown_reach(cfg, name, known))
     wanted = bool(liveness or live) and not (only_liveness or reference or simulate or spark)
     recording = _recording(cfg, live or None, wanted and strategy == "bfs")
     with Progress(enabled=progress, strategy=None if simulate else strategy) as reporter:
@@ -333,6 +360,7 @@ def run_check(
         engine="reference" if reference else "local" if spark is None else "spark",
         properties=properties,
         liveness=report,
+        reach_searched=not (only_liveness or simulate is not None),
     )
     needs = {} if properties is None else {"properties": properties.to_json()}
     if result.violation is not None and result.violation.kind == "liveness":
@@ -361,3 +389,13 @@ def run_check(
         except OSError as e:  # checked before the search; the disk can still fill or vanish
             run.trace_error = f"{trace_out}: {e.strerror or e}"
     return run
+
+
+def _unknown_reach(cfg: Config, name: str, known: list) -> str:
+    """Why `--reach NAME` cannot be searched: a property that exists only with spare brokers (a
+    reassignment needs somewhere to move to) says so, rather than being called unknown."""
+    from kafkamc.invariants.reach import catalog
+
+    if cfg.rf < MAX_BROKERS and name in {r.name for r in catalog(replace(cfg, broker_count=cfg.rf + 1))}:
+        return f"{name} needs a broker outside the replica set: add --brokers {cfg.rf + 1} (or more)"
+    return f"unknown reachability property {name!r}; properties: {', '.join(known)}"

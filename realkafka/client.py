@@ -20,13 +20,22 @@ import json
 import subprocess
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from kafkamc.checker.spark_cluster import _die_with_parent
 from kafkamc.realkafka import jars, metadata_log
 
-if TYPE_CHECKING:
-    from kafkamc.realkafka.cluster import Cluster
+
+class Cluster(Protocol):
+    """What the admin calls need of a running cluster (realkafka/cluster.py's Cluster has it).
+    A protocol, not an import: cluster.py uses this module to wait for its brokers, so an
+    import back would be a cycle (import-linter forbids it, pyproject.toml)."""
+
+    version: str
+    folder: Path
+
+    def data_dir(self, node: int) -> Path: ...
 
 
 def live_brokers(bootstrap: str, timeout: float = 2.0) -> set[int]:

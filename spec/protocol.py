@@ -235,15 +235,23 @@ PRESETS: dict[str, Protocol] = {era: as_of(era) for era in ERAS}
 NEWEST = ERAS[-1]
 OLDEST = ERAS[0]
 ALIASES = {"newest": NEWEST, "oldest": OLDEST}
+# Releases after the newest era that changed none of its rules: their names give that era's
+# rules. Add a release here once its changes are read (and give it an era if a rule changed).
+SAME_AS_NEWEST = ("4.2", "4.3", "4.4")
 
 
 def preset(name: str) -> Protocol:
     key = ALIASES.get(name, name)
-    # Accept "2.7" for "2.7.0".
+    # Accept "2.7" for "2.7.0", and a later release with the newest rules ("4.4", "4.4.0").
     if key not in PRESETS and key + ".0" in PRESETS:
         key += ".0"
+    if key not in PRESETS and any(key == r or key.startswith(r + ".") for r in SAME_AS_NEWEST):
+        key = NEWEST
     if key not in PRESETS:
-        raise ProtocolError(f"unknown protocol preset {name!r}; presets: {', '.join(ERAS)} (or newest, oldest)")
+        raise ProtocolError(
+            f"unknown protocol preset {name!r}; presets: {', '.join(ERAS)} (or newest, oldest; "
+            f"{', '.join(SAME_AS_NEWEST)} name {NEWEST}'s rules)"
+        )
     return PRESETS[key]
 
 

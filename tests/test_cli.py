@@ -141,7 +141,7 @@ def test_reach_saves_a_witness(tmp_path):
 def test_durability_table_small(tmp_path):
     p = kafkamc("durability", "--max-rf", "2", "--json")
     assert p.returncode == 0, p.stderr
-    cells = {(c["rf"], c["minisr"]): (c["writes"], c["durable"]) for c in json.loads(p.stdout)}
+    cells = {(c["rf"], c["minisr"]): (c["writes"], c["durable"]) for c in json.loads(p.stdout)["cells"]}
     assert cells == {(1, 1): (0, 0), (1, 2): (0, 0), (1, 3): (0, 0), (2, 1): (1, 0), (2, 2): (0, 1), (2, 3): (0, 1)}
 
 

@@ -279,7 +279,10 @@ def test_check_prints_the_lasso_shape_and_the_fairness(tmp_path):
 def test_the_tradeoff_table_shows_what_elr_buys_and_costs():
     p = run_kafkamc("tradeoff", "--json")
     assert p.returncode == 0, p.stderr
-    cells = {(c["rf"], c["minisr"], c["elr"], c["unclean"]): (c["offline"], c["loses"]) for c in json.loads(p.stdout)}
+    cells = {
+        (c["rf"], c["minisr"], c["elr"], c["unclean"]): (c["offline"], c["loses"])
+        for c in json.loads(p.stdout)["cells"]
+    }
     # (offline forever with a replica up, committed data lost); ELR off, then on; unclean off, then on.
     assert cells == {
         (2, 1, False, False): (True, True),

@@ -53,7 +53,7 @@ def test_sigterm_stops_check_with_the_summary_and_reaps_workers(tmp_path):
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 3, err
-    assert "incomplete: stopped at interrupted" in out
+    assert "incomplete: interrupted;" in out
     assert gone(workers)
 
 

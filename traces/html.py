@@ -19,8 +19,8 @@ from kafkamc.spec.next import entry
 from kafkamc.spec.state import NO_LEADER, State, members
 from kafkamc.traces.html_diagram import sequence_svg
 from kafkamc.traces.html_page import PAGE as _PAGE  # the page's template: CSS and JavaScript
-from kafkamc.traces.render import broker_row, controller_fields, cycle_line, ghost_fields, health
-from kafkamc.traces.story import loop_marker
+from kafkamc.traces.render import STORY_LABEL, broker_row, controller_fields, cycle_line, ghost_fields, health
+from kafkamc.traces.story import loop_marker, story
 from kafkamc.traces.trace import Trace, format_action
 from kafkamc.traces.words import kafka_value, kafka_words
 
@@ -193,11 +193,35 @@ def render_html(trace: Trace) -> str:
     data = page_data(trace)
     fill = {
         "TITLE": escape(title),
+        "STORY": story_html(trace),
         "DIAGRAM": sequence_svg(data["steps"], data["invariant"], data["reached"], data.get("loop"), data.get("cycle")),
         "DATA": _embed(data),
     }
     # One pass, so text in one filling (a label, the data) is never taken for another placeholder.
-    return re.sub(r"__(TITLE|DIAGRAM|DATA)__", lambda m: fill[m[1]], _PAGE)
+    return re.sub(r"__(TITLE|STORY|DIAGRAM|DATA)__", lambda m: fill[m[1]], _PAGE)
+
+
+def story_html(trace: Trace) -> str:
+    """The story the terminal prints above the steps (traces/story.py), the same lines: a
+    `step N:` label beside its text, a header or a witness's line on its own."""
+    lines = story(trace)
+    if not lines:
+        return ""
+    out, rows = [], []
+    for line in lines:
+        label, _, body = line.partition(": ")
+        if body and STORY_LABEL.fullmatch(label):
+            broken = ' class="broken"' if label in ("promise broken", "never happens") else ""
+            rows.append(f'<tr><td class="label">{escape(label)}:</td><td{broken}>{escape(body)}</td></tr>')
+            continue
+        if rows:
+            out.append("<table>" + "".join(rows) + "</table>")
+            rows = []
+        out.append(f"<p>{escape(line)}</p>")
+    if rows:
+        out.append("<table>" + "".join(rows) + "</table>")
+    kind = "" if trace.invariant else ' class="witness"'
+    return f'<section id="story"{kind} data-testid="story">' + "".join(out) + "</section>"
 
 
 def write(trace: Trace, path: str | Path) -> Path:

@@ -125,11 +125,19 @@ PAGE = r"""<!DOCTYPE html>
   #violation td.value { font-family: ui-monospace, Menlo, Consolas, monospace; }
   #reached { background: #e8f5e9; border: 2px solid var(--ok); color: #1b5e20; }
   .pending-note { color: var(--muted); font-size: 12px; margin-top: 10px; }
+  #story { margin: 0 0 12px 0; padding: 8px 12px; border-left: 4px solid var(--bad); background: #fff8f7; }
+  #story.witness { border-left-color: var(--ok); background: #f3faf3; }
+  #story p { margin: 2px 0; font-weight: 600; }
+  #story table { border-collapse: collapse; font-size: 13px; }
+  #story td { padding: 1px 10px 1px 0; vertical-align: top; }
+  #story td.label { font-weight: 600; white-space: nowrap; }
+  #story td.broken { color: var(--bad); }
 </style>
 </head>
 <body>
 <h1 id="title">__TITLE__</h1>
 <div id="summary"></div>
+__STORY__
 <div id="controls">
   <button id="first" title="first step (Home)">&#xAB; first</button>
   <button id="prev" title="previous step (ArrowLeft, p)">&#x25C0; back</button>

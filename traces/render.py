@@ -292,7 +292,7 @@ def story_panel(trace: Trace, width: int | None = None) -> Panel | None:
     grid.add_column(overflow="fold")
     for line in lines:
         label, _, body = line.partition(": ")
-        if body and _LABEL.fullmatch(label):
+        if body and STORY_LABEL.fullmatch(label):
             grid.add_row(label + ":", Text(body, style="red" if label in ("promise broken", "never happens") else ""))
         else:  # the header, or a witness's one line: no label to hang
             if grid.row_count:
@@ -311,7 +311,7 @@ def story_panel(trace: Trace, width: int | None = None) -> Panel | None:
     return Panel(Group(*parts), title=title, title_align="left", border_style="red" if trace.invariant else "green")
 
 
-_LABEL = re.compile(r"(at |from )?step \d+|promise broken|never happens")
+STORY_LABEL = re.compile(r"(at |from )?step \d+|promise broken|never happens")
 
 
 def render(trace: Trace, console: Console, only_step: int | None = None, diff_only: bool = False) -> None:
