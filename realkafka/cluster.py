@@ -87,6 +87,8 @@ class Settings:
     auto_rebalance: bool = False
     imbalance_check_s: int = 1
     heap: str = "256m"
+    # The finding's proposed fix (realkafka/patched.py): the patched Partition classes first.
+    patched: bool = False
     extra_broker: dict[str, str] = field(default_factory=dict)
     extra_controller: dict[str, object] = field(default_factory=dict)
 
@@ -208,10 +210,19 @@ class Cluster:
             *JVM_FLAGS,
             log4j,
             "-cp",
-            jars.classpath(self.version),
+            self.classpath(),
             main,
             *args,
         ]
+
+    def classpath(self) -> str:
+        """The release's jars; with Settings.patched, the patched classes ahead of them (the JVM
+        loads a class from the first classpath entry that has it)."""
+        if not self.settings.patched:
+            return jars.classpath(self.version)
+        from kafkamc.realkafka import patched
+
+        return f"{patched.build(self.version)}{os.pathsep}{jars.classpath(self.version)}"
 
     def format(self, nodes: list[int]) -> None:
         """kafka-storage format (kafka.tools.StorageTool) of fresh log dirs, all at once."""
