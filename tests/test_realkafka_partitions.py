@@ -5,6 +5,7 @@ must end in the model's final state; nothing of the run outlives it."""
 
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import time
@@ -27,9 +28,11 @@ def _namespaces():
 
 
 def _ours() -> list[str]:
-    """Processes running with a group id of the cluster's nodes (GID_BASE + node): none may be left."""
-    ps = subprocess.run(["ps", "-eo", "pid,gid,args"], capture_output=True, text=True).stdout
-    return [ln for ln in ps.splitlines()[1:] if GID_BASE <= int(ln.split()[1]) < GID_BASE + 100]
+    """Processes running with a group id of the cluster's nodes (GID_BASE + node): none may be left
+    (a zombie, dead and not reaped yet by whoever inherited it, does not count)."""
+    ps = subprocess.run(["ps", "-eo", "pid,gid,stat,args"], capture_output=True, text=True).stdout
+    rows = [ln.split(None, 3) for ln in ps.splitlines()[1:]]
+    return [" ".join(r) for r in rows if GID_BASE <= int(r[1]) < GID_BASE + 100 and not r[2].startswith("Z")]
 
 
 def _replay(kafkamc_cli, tmp_path, name):
@@ -84,3 +87,37 @@ def test_an_interrupted_partition_replay_leaves_nothing(tmp_path):
     out, _ = p.communicate(timeout=60)
     assert p.returncode == 3, out
     assert _jvms_of(run) == [] and _ours() == []
+
+
+PARENT = """
+import sys
+from kafkamc.realkafka.cluster import Settings, kraft_cluster
+from kafkamc.realkafka.netns import Network
+with kraft_cluster(sys.argv[1], brokers=1, settings=Settings(network=True)) as c:
+    c.cut(1, 0)
+    print(c.folder, Network.inode(), c.pid(0), c.pid(1), flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_a_killed_parent_leaves_no_jvm_and_no_namespace():
+    """SIGKILL of the process whose thread holds the namespace: its JVMs die of PR_SET_PDEATHSIG,
+    and with no process left in it the namespace (and its nft table) is gone."""
+    import os
+    import sys
+
+    from test_netns import _holders
+
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, VERSION], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert parent.stdout is not None
+    folder, inode, *pids = parent.stdout.readline().split()
+    assert inode != Network.inode() and {int(p) for p in pids} <= set(_holders(inode))
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 20
+    while _holders(inode) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _holders(inode) == [] and _ours() == []
+    shutil.rmtree(folder)  # the killed parent could not remove its folder
