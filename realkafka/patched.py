@@ -87,6 +87,8 @@ def _compile(version: str, release: Path, scala: str, partial: Path) -> None:
     _mvn_copy(f"org.scala-lang:scala-compiler:{scala}", partial)
     with zipfile.ZipFile(partial / f"kafka_2.13-{version}-sources.jar") as z:
         z.extract(SOURCE, partial / "src")
+    if shutil.which("patch") is None:
+        raise JarsMissing("`patch` is not on PATH: it applies the diff (Debian: patch)")
     p = subprocess.run(
         ["patch", "-p1", "--no-backup-if-mismatch", "-d", str(partial / "src"), "-i", str(PATCH)],
         capture_output=True,
