@@ -13,8 +13,8 @@ import subprocess
 import pytest
 
 CHECK = ("check", "--workers", "1", "--max-records", "1")
-# SIGKILL keeps the page cache: the traces use the crash that loses nothing (keep=None, the
-# --max-clean-shutdowns bound) in place of the default hard crash (keep < LEO).
+# A crash that loses nothing (keep=None, the --max-clean-shutdowns bound) in place of the default
+# hard crash, so that the loss these tests show is the election's, not a power loss's.
 NO_TAIL_LOSS = ("--max-hard-crashes", "0", "--max-clean-shutdowns", "1")
 
 
