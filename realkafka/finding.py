@@ -350,6 +350,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--auto-rebalance", action="store_true", help="the controller elects broker 1 by itself")
     ap.add_argument("--patched", action="store_true", help="brokers with the proposed fix (realkafka/patched.py)")
     args = ap.parse_args(argv)
+    if args.patched:  # built before any broker starts; 4.4.0 has no sources jar to build from
+        from kafkamc.realkafka.jars import JarsMissing
+        from kafkamc.realkafka.patched import build
+
+        try:
+            build(args.kafka_version)
+        except JarsMissing as e:
+            print(f"cannot build the fix for Kafka {args.kafka_version}: {e}", file=sys.stderr)
+            return 2
     lost = 0
     for i in range(args.runs):
         folder = None if args.keep is None else args.keep / f"{args.kafka_version}-run{i + 1}"

@@ -118,7 +118,11 @@ def _compile(version: str, release: Path, scala: str, partial: Path) -> None:
 
 def main(argv: list[str]) -> int:
     for version in argv or ["4.1.1"]:
-        classes = build(version)
+        try:
+            classes = build(version)
+        except JarsMissing as e:
+            print(f"Kafka {version}: {e}", file=sys.stderr)
+            return 1
         n = sum(1 for _ in classes.rglob("*.class"))
         took = (classes.parent / "compile-seconds").read_text().strip()
         print(f"Kafka {version} with {PATCH.name}: {classes} ({n} classes, compiled in {took} s)")
