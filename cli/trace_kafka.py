@@ -28,8 +28,13 @@ def register(trace_group) -> None:
         default=None,
         help="the folder for the cluster's logs, data and report.txt (default: a new temporary folder, kept)",
     )
+    @click.option(
+        "--partitions",
+        is_flag=True,
+        help="fences and stalls as network partitions: nft cuts in a network namespace of the replay's own",
+    )
     @properties_option
-    def trace_kafka(file, kafka_version, keep, properties_file):
+    def trace_kafka(file, kafka_version, keep, partitions, properties_file):
         """Replay a saved trace on a real Kafka cluster and compare each step with the model.
 
         Exit 1: the trace's violation was reproduced; 0: a trace without one reached the
@@ -37,6 +42,7 @@ def register(trace_group) -> None:
         interrupted; 2: the trace cannot be replayed, or the cluster did not start."""
         from kafkamc.realkafka import jars, replay
         from kafkamc.realkafka.cluster import ClusterFailed
+        from kafkamc.realkafka.netns import NoNetwork
 
         t = load(file, PropertyFile.read(properties_file) if properties_file else None)
         why = replay.refusal(t)
@@ -44,7 +50,9 @@ def register(trace_group) -> None:
             raise UsageProblem(f"cannot replay {file} on Kafka: {why}")
         folder = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="kafkamc-replay-"))
         try:
-            result = replay.run(t, kafka_version, folder, echo=click.echo)
+            result = replay.run(t, kafka_version, folder, echo=click.echo, network=partitions)
+        except NoNetwork as e:
+            raise UsageProblem(f"no network partitions here: {e}") from None
         except (ClusterFailed, jars.JarsMissing) as e:
             first = str(e).splitlines()[0]
             raise UsageProblem(f"the cluster did not start: {first} (logs in {folder / 'logs'})") from None

@@ -162,6 +162,12 @@ class Producer:
         """Wait up to timeout for every request still in flight to be answered."""
         self._p.flush(timeout)
 
+    def give_up(self) -> None:
+        """Forget every request still unanswered (librdkafka's purge of queued and in-flight
+        messages): the client will not send them again, whatever the broker answers."""
+        self._p.purge(in_queue=True, in_flight=True, blocking=False)
+        self._p.poll(0)
+
     def acknowledged(self) -> list[Ack]:
         return [a for a in self.acks if a.offset is not None]
 

@@ -38,8 +38,10 @@ from pathlib import Path
 
 from kafkamc.checker.spark_cluster import _die_with_parent, free_ports
 from kafkamc.realkafka import jars
+from kafkamc.realkafka.netns import Network
 
 CONTROLLER = 0
+GID_BASE = 61000
 LOG4J2 = """status = warn
 appender.out.type = Console
 appender.out.name = OUT
@@ -87,6 +89,10 @@ class Settings:
     auto_rebalance: bool = False
     imbalance_check_s: int = 1
     heap: str = "256m"
+    # The finding's proposed fix (realkafka/patched.py): the patched Partition classes first.
+    patched: bool = False
+    # In a network namespace of the harness's own, where links can be cut (realkafka/netns.py).
+    network: bool = False
     extra_broker: dict[str, str] = field(default_factory=dict)
     extra_controller: dict[str, object] = field(default_factory=dict)
 
@@ -106,6 +112,7 @@ class Cluster:
         self.ports = dict(zip(self.broker_ids, ports[1:]))
         self.procs: dict[int, subprocess.Popen] = {}
         self.cluster_id = _cluster_id()
+        self.net: Network | None = None
         (folder / "logs").mkdir(parents=True, exist_ok=True)
         (folder / "log4j2.properties").write_text(LOG4J2)
         (folder / "tools-log4j2.properties").write_text(LOG4J2_TOOLS)
@@ -208,10 +215,19 @@ class Cluster:
             *JVM_FLAGS,
             log4j,
             "-cp",
-            jars.classpath(self.version),
+            self.classpath(),
             main,
             *args,
         ]
+
+    def classpath(self) -> str:
+        """The release's jars; with Settings.patched, the patched classes ahead of them (the JVM
+        loads a class from the first classpath entry that has it)."""
+        if not self.settings.patched:
+            return jars.classpath(self.version)
+        from kafkamc.realkafka import patched
+
+        return f"{patched.build(self.version)}{os.pathsep}{jars.classpath(self.version)}"
 
     def format(self, nodes: list[int]) -> None:
         """kafka-storage format (kafka.tools.StorageTool) of fresh log dirs, all at once."""
@@ -249,7 +265,28 @@ class Cluster:
                 cwd=self.folder,
                 start_new_session=True,
                 preexec_fn=_die_with_parent(),
+                group=self.gid(node) if self.net is not None else None,
             )
+
+    # ---- network partitions (Settings.network)
+
+    def gid(self, node: int) -> int:
+        """The group id node's JVM runs with: how the namespace's nft rules tell nodes apart."""
+        return GID_BASE + node
+
+    def _endpoint(self, node: int) -> tuple[int, int, int]:
+        port = self.controller_port if node == CONTROLLER else self.ports[node]
+        return (node, self.gid(node), port)
+
+    def cut(self, a: int, b: int) -> None:
+        """Drop all traffic between nodes a and b (0 is the controller), both ways."""
+        if self.net is None:
+            raise ClusterFailed("a link can be cut only in a cluster started with Settings(network=True)")
+        self.net.cut(self._endpoint(a), self._endpoint(b))
+
+    def heal(self, a: int, b: int) -> None:
+        if self.net is not None:
+            self.net.heal(self._endpoint(a), self._endpoint(b))
 
     def alive(self, node: int) -> bool:
         proc = self.procs.get(node)
@@ -365,7 +402,12 @@ def kraft_cluster(
     own = folder is None
     root = Path(tempfile.mkdtemp(prefix="kafkamc-kafka-")) if folder is None else folder
     cluster = Cluster(version, brokers, settings or Settings(), root)
+    net = None
     try:
+        if cluster.settings.network:
+            # Entered by this thread: every JVM is started from it, so each starts inside.
+            net = Network({n: cluster.gid(n) for n in [CONTROLLER, *cluster.broker_ids]}).__enter__()
+            cluster.net = net
         cluster.format([CONTROLLER, *cluster.broker_ids])
         cluster.start(CONTROLLER)
         for node in cluster.broker_ids:
@@ -375,6 +417,8 @@ def kraft_cluster(
         yield cluster
     finally:
         cluster.close()
+        if net is not None:
+            net.__exit__(None, None, None)
         if own:
             shutil.rmtree(root, ignore_errors=True)
 

@@ -3,6 +3,7 @@
     python -m kafkamc.realkafka.finding --kafka-version 4.1.1 [--runs 3] [--keep DIR]
         [--auto-rebalance]   the controller's own preferred election (auto.leader.rebalance.enable)
         [--control]          broker 2 applies epoch N+1 by itself: nothing is acknowledged, nothing lost
+        [--patched]          on brokers with the proposed fix (realkafka/patched.py): nothing lost
 
 The model's trace, in Kafka's words: broker 2 leads epoch N with follower 3 holding a record r1
 that broker 1 (in the ISR, stalled) lacks, so r1 is not committed and its acks=all produce waits
@@ -42,7 +43,13 @@ SETTINGS = Settings(session_timeout_ms=18000, replica_lag_ms=30000)
 # default: the controller's NoOpRecord), so after this long a stalled broker has nothing pending
 # and every later metadata record reaches it in the first fetch after it resumes.
 RAFT_DRAIN_S = 1.5
-LOG_LINES = ("starts at leader epoch", "Truncating", "high watermark", "Skipped the become-leader")
+LOG_LINES = (
+    "starts at leader epoch",
+    "Truncating",
+    "high watermark",
+    "Skipped the become-leader",
+    "skipped leader epochs",
+)
 
 
 @dataclass
@@ -269,6 +276,10 @@ class Scenario:
         if o.acked_offset is not None:
             o.offset_now_holds = dict(final).get(o.acked_offset)
         self.note(f"brokers 1 and 2 restarted; r2 acked at offset {r2.offset}; a consumer reads {final}")
+        if o.acked_offset is None:  # the fix: r1's produce never succeeded; say how it ended
+            producer.wait(r1, 1.0)
+            o.ack_error = r1.error if r1.answered is not None else "no answer yet"
+            self.note(f"r1's produce in the end: offset {r1.offset}, error {o.ack_error}")
 
 
 def collect(cluster: Cluster, outcome: Outcome) -> None:
@@ -283,13 +294,20 @@ def collect(cluster: Cluster, outcome: Outcome) -> None:
 
 
 def run_once(
-    version: str, folder: Path | None = None, echo: bool = False, control: bool = False, auto: bool = False
+    version: str,
+    folder: Path | None = None,
+    echo: bool = False,
+    control: bool = False,
+    auto: bool = False,
+    patched: bool = False,
 ) -> Outcome:
     """One run on a fresh cluster; control=True lets broker 2 apply epoch N+1 by itself;
+    patched=True runs brokers with the proposed fix (realkafka/patched.py);
     auto=True leaves the preferred election to the controller (auto.leader.rebalance.enable,
     checked every 10 s here, every 300 s by default)."""
     outcome = Outcome(version)
     settings = replace(SETTINGS, auto_rebalance=True, imbalance_check_s=10) if auto else SETTINGS
+    settings = replace(settings, patched=patched)
     with kraft_cluster(version, 3, settings, folder=folder) as cluster:
         try:
             Scenario(cluster, outcome, echo, control, auto).run()
@@ -330,14 +348,27 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--keep", type=Path, default=None, help="keep each run's folder (logs, data) under DIR")
     ap.add_argument("--control", action="store_true", help="broker 2 applies epoch N+1 by itself (no merged delta)")
     ap.add_argument("--auto-rebalance", action="store_true", help="the controller elects broker 1 by itself")
+    ap.add_argument("--patched", action="store_true", help="brokers with the proposed fix (realkafka/patched.py)")
     args = ap.parse_args(argv)
+    if args.patched:  # built before any broker starts; 4.4.0 has no sources jar to build from
+        from kafkamc.realkafka.jars import JarsMissing
+        from kafkamc.realkafka.patched import build
+
+        try:
+            build(args.kafka_version)
+        except JarsMissing as e:
+            print(f"cannot build the fix for Kafka {args.kafka_version}: {e}", file=sys.stderr)
+            return 2
     lost = 0
     for i in range(args.runs):
         folder = None if args.keep is None else args.keep / f"{args.kafka_version}-run{i + 1}"
-        o = run_once(args.kafka_version, folder, echo=True, control=args.control, auto=args.auto_rebalance)
+        o = run_once(
+            args.kafka_version, folder, echo=True, control=args.control, auto=args.auto_rebalance, patched=args.patched
+        )
         print(story(o), flush=True)
         lost += o.lost
-    print(f"Kafka {args.kafka_version}: acknowledged write lost in {lost} of {args.runs} runs")
+    fix = " with the proposed fix" if args.patched else ""
+    print(f"Kafka {args.kafka_version}{fix}: acknowledged write lost in {lost} of {args.runs} runs")
     return 0
 
 

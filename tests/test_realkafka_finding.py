@@ -55,3 +55,24 @@ def test_the_controllers_own_rebalance_loses_it_too(tmp_path):
     last = [ln for ln in o.log_excerpts["broker-2"] if "Leader finding-0" in ln and "starts at leader epoch" in ln][-1]
     epoch = int(last.split("starts at leader epoch ")[1].split()[0])
     assert f"Previous leader Some(2) and previous leader epoch was {epoch - 2}." in last
+
+
+def test_the_proposed_fix_on_a_real_broker_keeps_the_write(tmp_path):
+    """The same schedule on brokers whose kafka.cluster.Partition has the fix of docs/FINDINGS.md
+    (realkafka/patch/makeleader-epoch-gap.diff, compiled by realkafka/patched.py from 4.1.1's
+    sources jar): broker 2 still goes from epoch 1 to epoch 3 in one delta, but forgets follower
+    3's position, so the HW stays below r1 and its produce is never acknowledged."""
+    from kafkamc.realkafka.patched import SIGNATURE
+
+    o = run_once("4.1.1", folder=tmp_path, patched=True)
+    story = "\n".join(o.steps)
+    assert not story.count("stopped:"), story
+    epochs = [(h["leader"], h["leaderEpoch"]) for h in o.history]
+    assert [e for i, e in enumerate(epochs) if i == 0 or e != epochs[i - 1]] == [(1, 0), (2, 1), (1, 2), (2, 3), (3, 4)]
+    assert o.r1_truncated_on_3
+    jump = _lines(o, "broker-2", "starts at leader epoch 3")
+    assert jump and re.search(r"Previous leader Some\(2\) and previous leader epoch was 1\.", jump[-1])
+    # The patched class was the one loaded, and it took the new branch.
+    assert _lines(o, "broker-2", f"skipped leader epochs 2 to 2: {SIGNATURE}")
+    assert o.acked_offset is None and o.hw_checkpoint_2 == 2, story
+    assert not o.lost and o.read_after == [(0, "r0"), (1, "r0b")]

@@ -13,8 +13,8 @@ import subprocess
 import pytest
 
 CHECK = ("check", "--workers", "1", "--max-records", "1")
-# SIGKILL keeps the page cache: the traces use the crash that loses nothing (keep=None, the
-# --max-clean-shutdowns bound) in place of the default hard crash (keep < LEO).
+# A crash that loses nothing (keep=None, the --max-clean-shutdowns bound) in place of the default
+# hard crash, so that the loss these tests show is the election's, not a power loss's.
 NO_TAIL_LOSS = ("--max-hard-crashes", "0", "--max-clean-shutdowns", "1")
 
 
@@ -39,12 +39,32 @@ def test_an_old_era_trace_is_refused_before_any_process(kafkamc_cli, tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_a_crash_that_loses_the_unflushed_tail_is_refused(kafkamc_cli, tmp_path):
-    t = _trace(kafkamc_cli, tmp_path, "acks1", "--acks", "1", "--invariant", "AckedWriteDurability")
+def test_fences_out_of_the_order_of_the_crashes_are_refused(kafkamc_cli, tmp_path):
+    """The default shortest trace of two hard crashes (rf 3, min ISR 2) fences broker 1 (crashed
+    at step 8) before broker 2 (crashed at step 4): no controller clock does that."""
+    t = _trace(kafkamc_cli, tmp_path, "two-crashes", "--rf", "3", "--minisr", "2", "--max-hard-crashes", "2")
     r = kafkamc_cli("trace", "kafka", t, "--keep", tmp_path / "run")
-    assert r.returncode == 2
-    assert "step 2: BrokerCrash(broker=1, keep=0) loses the unflushed tail" in r.stderr
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert (
+        "step 9: BrokerSessionTimeout(broker=1) fences broker 1, which crashed at step 8, before broker 2" in r.stderr
+    )
+    assert "fences crashed brokers in the order they crashed" in r.stderr
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.kafka
+def test_a_power_loss_loses_the_unflushed_record_for_real(kafkamc_cli, tmp_path):
+    """acks=1, then the leader's hard crash keeps none of its log (keep=0): SIGKILL, the segment
+    cut back to the flushed prefix (nothing: Kafka fsyncs no write by default), broker 2 elected."""
+    t = _trace(kafkamc_cli, tmp_path, "acks1", "--acks", "1", "--invariant", "AckedWriteDurability")
+    run = tmp_path / "run"
+    r = kafkamc_cli("trace", "kafka", t, "--kafka-version", "4.1.1", "--keep", run, timeout=240)
+    assert r.returncode == 1, r.stdout[-3000:]
+    assert "step 2: BrokerCrash(broker=1, keep=0)  SIGKILL, power loss: cut to 0 record(s)" in r.stdout
+    assert "recovery point 0)" in r.stdout
+    assert "AckedWriteDurability violated for real: r1, acknowledged at offset 0" in r.stdout
+    assert "DIFFERENT" not in r.stdout and r.stdout.rstrip().endswith("reproduced")
+    assert _jvms_of(run) == []
 
 
 VERSION = os.environ.get("KAFKAMC_KAFKA_VERSION", "4.4.0")
