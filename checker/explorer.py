@@ -14,11 +14,10 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import contextmanager
 
-from kafkamc.checker import native
 from kafkamc.checker.fast import UNKNOWN, screened
 from kafkamc.checker.frontier import queue_for
 from kafkamc.checker.memory import peak_rss
-from kafkamc.checker.native_search import explore_native, unsupported
+from kafkamc.checker.native_search import core_for, explore_native
 from kafkamc.checker.search import STRATEGIES, Limits, Result, Violation, replay_path, verdict_of
 from kafkamc.checker.visited import FingerprintSet, Nodes
 
@@ -62,7 +61,7 @@ def explore(
     this search, else this module's loop, the Python engine, which "python" asks for; the
     result's `core` says which ran, and why not the core.
     """
-    core, note = (None, "") if engine == "python" else _core_for(model, checks, strategy, limits, recording)
+    core, note = (None, "") if engine == "python" else core_for(model, checks, strategy, limits, recording)
     with cyclic_gc_paused():
         if core is not None:
             result = explore_native(core, model, checks, limits, progress, progress_every, stop_when_reached)
@@ -70,17 +69,6 @@ def explore(
             result = _explore(model, checks, strategy, limits, progress, progress_every, stop_when_reached, recording)
     result.core, result.core_note = ("native" if core is not None else "python"), note
     return result
-
-
-def _core_for(model, checks, strategy, limits, recording) -> tuple:
-    """(the native core's module, "") when it serves this search, else (None, the one line
-    that says why the Python engine runs)."""
-    what = "a search without a compiled invariant suite" if not hasattr(checks, "state_test") else None
-    what = what or unsupported(model, strategy, recording, limits)
-    if what is not None:
-        return None, f"the native core does not serve {what}; using the Python engine"
-    module = native.load()
-    return (module, "") if module is not None else (None, native.why_not())
 
 
 def _explore(model, checks, strategy, limits, progress, progress_every, stop_when_reached, recording) -> Result:

@@ -17,6 +17,9 @@ from __future__ import annotations
 import time
 from collections import Counter
 
+from kafkamc.checker import native
+from kafkamc.checker.keys import index_bytes
+from kafkamc.checker.level import note_step
 from kafkamc.checker.memory import peak_rss
 from kafkamc.checker.outcomes import Mapped, StepCache
 from kafkamc.checker.search import Limits, Result, Violation, replay_path, verdict_of
@@ -47,6 +50,17 @@ def unsupported(model, strategy: str, recording, limits: Limits) -> str | None:
             return "an initial state out of assignment order"
         seen.add(fp)
     return None
+
+
+def core_for(model, checks, strategy, limits, recording) -> tuple:
+    """(the native core's module, "") when it serves this search, else (None, the one line
+    that says why the Python engine runs)."""
+    what = "a search without a compiled invariant suite" if not hasattr(checks, "state_test") else None
+    what = what or unsupported(model, strategy, recording, limits)
+    if what is not None:
+        return None, f"the native core does not serve {what}; using the Python engine"
+    module = native.load()
+    return (module, "") if module is not None else (None, native.why_not())
 
 
 class Misses:
@@ -172,31 +186,109 @@ def explore_native(
     return _explore(core_module, model, checks, limits, progress, progress_every, stop_when_reached)
 
 
+class Attached:
+    """A core attached to a FastModel: its Misses, and the intern table telling it what its
+    loop reads of each new component, until close()."""
+
+    def __init__(self, core_module, model, quiet, keep: bool = True):
+        fast = model.fast
+        self.kinds = {t: i for i, t in enumerate(model.action_types())}
+        self.misses = Misses(model, quiet, self.kinds)
+        self.core = core_module.Core(self.misses, fast.n, len(self.kinds), _leader_only(quiet), keep)
+        self.components = components = fast.components
+        pending = self.misses.pending
+        for serial, obj in enumerate(components.by_serial):  # interned before the core existed
+            tag = next(components.tags[p] for p, at in enumerate(components.at) if at[serial])
+            pending.append(described(serial, obj, tag))
+        self.listener = lambda serial, obj, tag: pending.append(described(serial, obj, tag))
+        components.listeners.append(self.listener)
+
+    def use_quiet(self, quiet) -> None:
+        """A new quiet test (fewer properties left to reach): the cached verdicts are of the old."""
+        self.misses.quiet_fn = quiet
+        self.core.new_quiet(_leader_only(quiet))
+
+    def fired(self) -> dict:
+        """Transitions so far per action type."""
+        counts = self.core.fired
+        return {t: counts[i] for t, i in self.kinds.items()}
+
+    def close(self) -> None:
+        self.components.listeners.remove(self.listener)
+
+
+def _leader_only(quiet) -> bool:
+    return bool(getattr(quiet, "leader_only", False))
+
+
 def _explore(core_module, model, checks, limits, progress, progress_every, stop_when_reached) -> Result:
     start = time.monotonic()
-    fast = model.fast
-    kinds = {t: i for i, t in enumerate(model.action_types())}
     unreached = list(checks.reach_functions())
-    quiet = checks.quiet_step([name for name, _ in unreached])
-    misses = Misses(model, quiet, kinds)
-    core = core_module.Core(misses, fast.n, len(kinds), bool(getattr(quiet, "leader_only", False)))
-    components = fast.components
-    pending = misses.pending
-    for serial, obj in enumerate(components.by_serial):  # interned before the core existed
-        tag = next(components.tags[p] for p, at in enumerate(components.at) if at[serial])
-        pending.append(described(serial, obj, tag))
-    listener = lambda serial, obj, tag: pending.append(described(serial, obj, tag))  # noqa: E731
-    components.listeners.append(listener)
+    attached = Attached(core_module, model, checks.quiet_step([name for name, _ in unreached]))
     try:
-        return _search(
-            core, model, checks, misses, unreached, limits, progress, progress_every, stop_when_reached, start
-        )
+        return _search(attached, model, checks, unreached, limits, progress, progress_every, stop_when_reached, start)
     finally:
-        components.listeners.remove(listener)
+        attached.close()
 
 
-def _search(core, model, checks, misses, unreached, limits, progress, progress_every, stop_when_reached, start):
-    fast = model.fast
+class CoreVisited:
+    """A worker's visited set when its core expands (checker/workers.py): the core's own."""
+
+    def __init__(self, core):
+        self.core = core
+        self.add = core.visit
+
+    def __contains__(self, fp: int) -> bool:
+        return self.core.seen(fp)
+
+    @property
+    def nbytes(self) -> int:
+        return self.core.nbytes()
+
+
+def expand_native(attached: Attached, frontier, checks, unreached, found, quiet, deadline=None):
+    """level.expand_fresh's fused branch on the core, for a --workers part: (fingerprint, path
+    key, successor, the state invariant it breaks or None, its known) for every transition of
+    the frontier's (key, state, known) items to a state the core's visited set did not hold
+    (the core adds it), in key order; each step the quiet test does not pass is checked."""
+    core, misses = attached.core, attached.misses
+    if misses.quiet_fn is not quiet:
+        attached.use_quiet(quiet)
+    reach = [(name, fn) for name, fn in checks.reach_functions() if name in unreached]
+    check_step, check_state, state_test = checks.check_step, checks.check_state, checks.state_test
+    tests: dict = {}
+    size = misses.n + 3
+    before = attached.fired()
+    begin, step, visit = core.begin, core.next, core.visit
+    try:
+        for done, (key, state, known) in enumerate(frontier):
+            if deadline is not None and done & 0xFF == 0 and time.monotonic() >= deadline:
+                found.cut = True
+                break
+            serials = known[:size]
+            begin(serials, known[-1], 0, 0)
+            misses.parent, misses.parent_comps = state, serials
+            while (event := step()) is not None:
+                new, index, fp, changed, child, _ = event
+                k = key + index_bytes(index)
+                nxt = misses.state(child)
+                if not new:
+                    note_step(found, check_step, reach, state, nxt, k)
+                    if not visit(fp):
+                        continue
+                    changed = -1
+                test = tests.get(changed)
+                if test is None:
+                    test = tests[changed] = state_test(changed)
+                yield fp, k, nxt, None if test(nxt) else check_state(nxt), [*child, fp]
+    finally:
+        after = attached.fired()
+        found.generated += sum(after.values()) - sum(before.values())
+        found.coverage.update({t.__name__: after[t] - before[t] for t in after if after[t] > before[t]})
+
+
+def _search(attached, model, checks, unreached, limits, progress, progress_every, stop_when_reached, start):
+    core, misses, fast = attached.core, attached.misses, model.fast
     check_state, check_step = checks.check_state, checks.check_step
     state_tests: dict = {}
     targets = set(stop_when_reached)
@@ -260,9 +352,7 @@ def _search(core, model, checks, misses, unreached, limits, progress, progress_e
                             unreached.remove(item)
                             witnesses[item[0]] = (node, index)
                             targets.discard(item[0])
-                        quiet = checks.quiet_step([name for name, _ in unreached])
-                        misses.quiet_fn = quiet
-                        core.new_quiet(bool(getattr(quiet, "leader_only", False)))
+                        attached.use_quiet(checks.quiet_step([name for name, _ in unreached]))
                         if stop_when_reached and not targets:
                             break
                     child_node = core.add(fp, node, index, depth + 1, child)
@@ -292,10 +382,7 @@ def _search(core, model, checks, misses, unreached, limits, progress, progress_e
                 break
     except KeyboardInterrupt:
         stop_reason = "interrupted"
-    coverage: Counter = Counter()
-    for t, i in misses.kinds.items():
-        if core.fired[i]:
-            coverage[t.__name__] += core.fired[i]
+    coverage: Counter = Counter({t.__name__: n for t, n in attached.fired().items() if n})
     reached = {}
     for name, (node, index) in witnesses.items():
         init_index, steps = core.path(node)

@@ -54,6 +54,7 @@ from kafkamc.checker.level import (
     smaller,
 )
 from kafkamc.checker.memory import peak_rss
+from kafkamc.checker.native_search import Attached, CoreVisited, core_for, expand_native
 from kafkamc.checker.search import Limits, Result
 from kafkamc.checker.visited import FingerprintSet
 
@@ -72,12 +73,15 @@ class WorkerFailed(RuntimeError):
 
 
 class _Worker:
-    def __init__(self, w: int, n: int, model, suite, inboxes: list, recording=None):
+    def __init__(self, w: int, n: int, model, suite, inboxes: list, recording=None, core=None):
         self.w, self.n = w, n
         self.graph = None if recording is None else recording.part()  # checker/graph.py
         self.model, self.suite = model, suite
         self.inboxes = inboxes
-        self.visited = FingerprintSet()
+        # With the native core (its module, or None), it expands this worker's part and holds
+        # its visited set (checker/native_search.py expand_native).
+        self.attached = None if core is None else Attached(core, model, None, keep=False)
+        self.visited = FingerprintSet() if self.attached is None else CoreVisited(self.attached.core)
         # The newest level this worker owns, compact (checker/frontier.py): each state's path
         # key, and where its record (fingerprint, serial numbers) starts in `records`.
         self.codec = Codec(model.fast)
@@ -127,19 +131,23 @@ class _Worker:
         quiet = self.quiet.get(unreached)
         if quiet is None and self.suite is not None:
             quiet = self.quiet[unreached] = self.suite.quiet_step(list(unreached))
-        for fp, k, nxt, bad, known in expand_fresh(
-            model,
-            frontier,
-            self.suite,
-            unreached,
-            found,
-            visited.__contains__,
-            deadline,
-            True,
-            visited.add,
-            quiet,
-            self.graph,
-        ):
+        if self.attached is not None:
+            expansion = expand_native(self.attached, frontier, self.suite, unreached, found, quiet, deadline)
+        else:
+            expansion = expand_fresh(
+                model,
+                frontier,
+                self.suite,
+                unreached,
+                found,
+                visited.__contains__,
+                deadline,
+                True,
+                visited.add,
+                quiet,
+                self.graph,
+            )
+        for fp, k, nxt, bad, known in expansion:
             owner = owner_of(nxt) % n
             if owner == w:
                 mine.add(fp, k, bad, record(nxt, known))
@@ -256,13 +264,13 @@ def _own_session() -> None:
         pass
 
 
-def _serve(w: int, n: int, model, suite, inboxes: list, conn, recording) -> None:
+def _serve(w: int, n: int, model, suite, inboxes: list, conn, recording, core) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides what Ctrl-C means
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the CLI's handler, inherited by fork
     _die_with_parent()
     _own_session()
     gc.disable()  # see explorer.cyclic_gc_paused
-    worker = _Worker(w, n, model, suite, inboxes, recording)
+    worker = _Worker(w, n, model, suite, inboxes, recording, core)
     try:
         while True:
             command, arg = conn.recv()
@@ -287,25 +295,29 @@ def explore_workers(
     progress: Callable[[dict], None] | None = None,
     stop_when_reached: frozenset = frozenset(),
     recording=None,
+    engine: str = "auto",
 ) -> Result:
     """Level-synchronous BFS over n forked worker processes; same contract as explore().
     With `recording` (checker/graph.py), each worker records its part of the liveness graph,
-    which comes home when the search holds."""
+    which comes home when the search holds. `engine` as explore() takes it: each worker
+    expands its part on the native core where it serves the search."""
     if n < 2:
         raise ValueError("explore_workers needs at least 2 workers")
+    core, note = (None, "") if engine == "python" else core_for(model, checks, "bfs", limits, recording)
     start = time.monotonic()
     ctx = multiprocessing.get_context("fork")
     inboxes = [ctx.Queue() for _ in range(n)]
     pipes, procs = [], []
     for w in range(n):
         mine, theirs = ctx.Pipe()
-        p = ctx.Process(target=_serve, args=(w, n, model, checks, inboxes, theirs, recording), daemon=True)
+        p = ctx.Process(target=_serve, args=(w, n, model, checks, inboxes, theirs, recording, core), daemon=True)
         p.start()
         pipes.append(mine)
         procs.append(p)
     run = _Coordinator(model, checks, n, pipes, procs, limits, progress, stop_when_reached, start)
     try:
         result = run.run()
+        result.core, result.core_note = ("native" if core is not None else "python"), note
         if recording is not None and result.verdict == "holds":
             recording.parts = run._all("recorded", [None] * n)
             recording.initial, recording.depth = run.initial, result.depth

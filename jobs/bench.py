@@ -42,6 +42,7 @@ RUNS = {
     "default-python": (BENCH_CONFIG, "python"),
     "default-no-symmetry": (replace(BENCH_CONFIG, symmetry=False), "local"),
     "default-workers[2]": (BENCH_CONFIG, "workers[2]"),
+    "default-python-workers[2]": (BENCH_CONFIG, "python-workers[2]"),
     "default-spark-local[2]": (BENCH_CONFIG, "spark-local[2]"),
     # A standalone master and 2 workers of 1 core on loopback (checker/spark_cluster.py), started
     # before the clock starts: elapsed_s is the check's, the application's start included.
@@ -105,14 +106,20 @@ def run_one(name: str) -> dict:
         from kafkamc.invariants.suite import InvariantSuite
 
         result = simulate(FastModel(cfg), InvariantSuite(cfg), Simulation(*SIMULATE_RUN))
-    elif engine.startswith("workers["):
+    elif "workers[" in engine and not engine.startswith("liveness"):  # "python-workers[N]": without the core
         from kafkamc.checker.fast import FastModel
         from kafkamc.checker.search import Limits
         from kafkamc.checker.workers import explore_workers
         from kafkamc.invariants.suite import InvariantSuite
 
-        n = int(engine[len("workers[") : -1])
-        result = explore_workers(FastModel(cfg), InvariantSuite(cfg), n, Limits(max_states=CUT.get(name)))
+        n = int(engine[engine.index("[") + 1 : -1])
+        result = explore_workers(
+            FastModel(cfg),
+            InvariantSuite(cfg),
+            n,
+            Limits(max_states=CUT.get(name)),
+            engine="python" if engine.startswith("python") else "auto",
+        )
     elif engine.startswith("liveness"):
         from kafkamc.jobs.run import run_check  # the safety pass, then the graph: as `check --liveness`
 
@@ -165,7 +172,7 @@ def run_one(name: str) -> dict:
 
 
 def _worker_peak(engine: str, result) -> int | None:
-    if engine.startswith("workers["):
+    if "workers[" in engine and not engine.startswith("liveness"):
         return round(peak_children_mib())
     return round(result.worker_peak_mib) if engine.startswith("spark") else None
 

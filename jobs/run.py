@@ -310,6 +310,7 @@ def run_check(
                 progress=reporter if progress else None,
                 stop_when_reached=frozenset(reach),
                 recording=recording,
+                engine="python" if python_engine else "auto",
             )
         elif spark is None:
             result = explore(

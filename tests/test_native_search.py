@@ -17,6 +17,7 @@ from kafkamc.checker import native
 from kafkamc.checker.explorer import explore
 from kafkamc.checker.fast import FastModel
 from kafkamc.checker.search import Limits
+from kafkamc.checker.workers import explore_workers
 from kafkamc.cli.main import cli, main
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
@@ -59,6 +60,19 @@ def _same(python, core) -> None:
 @pytest.mark.parametrize("kw", SEARCHES, ids=lambda kw: " ".join(f"{k}={v}" for k, v in kw.items())[:80])
 def test_the_core_gives_what_the_python_engine_gives(kw):
     _same(*_both(kw))
+
+
+WORKER_SEARCHES = [SEARCHES[i] for i in (0, 3, 4, 6, 8)] + [dict(rf=3, minisr=2, max_records=1)]
+
+
+@pytest.mark.parametrize("kw", WORKER_SEARCHES, ids=lambda kw: " ".join(f"{k}={v}" for k, v in kw.items())[:80])
+def test_two_workers_on_the_core_give_what_two_python_workers_give(kw):
+    """Each worker expands its part of a level on a core of its own (expand_native), which
+    holds that worker's visited set: the level's states, keys and findings are the same."""
+    cfg = Config(**kw)
+    python = explore_workers(FastModel(cfg), InvariantSuite(cfg), 2, engine="python")
+    core = explore_workers(FastModel(cfg), InvariantSuite(cfg), 2)
+    _same(python, core)
 
 
 def test_the_core_stops_where_the_python_engine_stops_at_a_limit_and_a_target():

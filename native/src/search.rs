@@ -66,6 +66,7 @@ pub struct Core {
     cursor: Option<Cursor>,
     quiet_gen: u32,
     leader_only: bool,
+    keep: bool,
     #[pyo3(get)]
     fired: Vec<u64>,
     #[pyo3(get)]
@@ -299,8 +300,11 @@ fn to_outs(rows: Vec<(Vec<(u8, u32)>, u64, u32)>) -> Vec<Out> {
 impl Core {
     /// `model`: the Python side (checker/native.py Misses); n: brokers; leader_only: whether
     /// the quiet test reads only what the observation is keyed on.
+    /// keep=False: a --workers part, which keeps neither parent pointers nor a queue (the
+    /// worker keeps its level by path keys): a new state is only added to the visited set.
     #[new]
-    fn new(model: Py<PyAny>, n: usize, kinds: usize, leader_only: bool) -> Self {
+    #[pyo3(signature = (model, n, kinds, leader_only, keep=true))]
+    fn new(model: Py<PyAny>, n: usize, kinds: usize, leader_only: bool, keep: bool) -> Self {
         Core {
             n,
             attrs: Attributes::default(),
@@ -318,6 +322,7 @@ impl Core {
             cursor: None,
             quiet_gen: 1,
             leader_only,
+            keep,
             fired: vec![0; kinds],
             max_depth: 0,
             misses: (0, 0, 0),
@@ -361,6 +366,21 @@ impl Core {
         let (node, depth) = (rec[0], rec[1]);
         let base = rec[2] as u64 | (rec[3] as u64) << 32;
         let comps = rec[4..].to_vec();
+        self.begin(py, comps.clone(), base, node as u64, depth)?;
+        Ok(Some((node, depth, comps)))
+    }
+
+    /// Set the cursor on the transitions of a state given by its components' serials and its
+    /// fingerprint (a --workers part: its frontier is the worker's).
+    fn begin(
+        &mut self,
+        py: Python<'_>,
+        comps: Vec<u32>,
+        base: u64,
+        node: u64,
+        depth: u32,
+    ) -> PyResult<()> {
+        self.sync(py)?;
         let (same, _) = self.observed(py, &comps)?;
         let mut touch: u32 = 1 | 1 << self.g();
         for b in 1..=self.n {
@@ -373,10 +393,10 @@ impl Core {
         }
         let parts = self.parts_of(&comps);
         self.cursor = Some(Cursor {
-            comps: comps.clone(),
+            comps,
             parts,
             base,
-            node: node as u64,
+            node,
             depth,
             same,
             touch,
@@ -388,7 +408,16 @@ impl Core {
             kind: 0,
             index: -1,
         });
-        Ok(Some((node, depth, comps)))
+        Ok(())
+    }
+
+    /// Add a fingerprint to the visited set alone: whether it was new.
+    fn visit(&mut self, fp: u64) -> bool {
+        self.visited.add(fp)
+    }
+
+    fn seen(&self, fp: u64) -> bool {
+        self.visited.contains(fp)
     }
 
     /// The next transition of the current state the search must look at, as
@@ -514,6 +543,9 @@ impl Core {
                 if !self.visited.add(fp) {
                     continue;
                 }
+            }
+            if !self.keep {
+                return Ok(Some((true, cur.index, fp, changed, new, -1)));
             }
             let node = self.add_node(cur.node as u32, cur.index);
             self.push(node, cur.depth + 1, fp, &new);
