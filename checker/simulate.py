@@ -19,7 +19,7 @@ import random
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -269,51 +269,3 @@ def gather(tally: Tally, batches: Iterable[Batch], progress: Callable[[dict], No
         tally.stop_reason = "interrupted"
     if progress is not None:
         progress(tally.stats(final=True))
-
-
-def simulate(
-    model,
-    suite,
-    sim: Simulation,
-    limits: Limits = Limits(),
-    progress: Callable[[dict], None] | None = None,
-    workers: int = 1,
-    chunk: int = 16,
-) -> SimResult:
-    """The walks of `sim` in this process, or across `workers` forked processes."""
-    tally = Tally(sim, limits)
-    deadline = deadline_of(limits)
-    if workers > 1:
-        from kafkamc.checker.sim_workers import walk_in_workers
-
-        batches: Generator[Batch, None, None] = walk_in_workers(model, suite, sim, workers, deadline)
-    else:
-        batches = (run_range(model, suite, sim.seed, a, b, sim.depth, deadline) for a, b in ranges(0, sim.walks, chunk))
-    try:
-        gather(tally, batches, progress)
-    finally:
-        batches.close()  # forked workers end here, whatever stopped the run
-    return finish(model, suite, tally)
-
-
-def run_simulation(
-    model, suite, sim: Simulation, limits: Limits, progress, workers: int, spark, invariants, properties
-):
-    """What `kafkamc check --simulate` runs (jobs/run.py): in this process, across forked
-    workers, or on Spark when `spark` (run.SparkSettings) is given."""
-    if spark is None:
-        return simulate(model, suite, sim, limits, progress, workers)
-    from kafkamc.checker.spark_simulate import simulate_spark
-
-    return simulate_spark(
-        model.config,
-        invariants,
-        sim,
-        limits,
-        spark.partitions,
-        spark.master,
-        dict(spark.conf),
-        progress,
-        properties,
-        tools=(model, suite),
-    )

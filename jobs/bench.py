@@ -108,7 +108,8 @@ def run_one(name: str) -> dict:
         caches = cache_stats(model.fast)
     elif engine == "simulate":
         from kafkamc.checker.fast import FastModel
-        from kafkamc.checker.simulate import Simulation, simulate
+        from kafkamc.checker.sim_run import simulate
+        from kafkamc.checker.simulate import Simulation
         from kafkamc.invariants.suite import InvariantSuite
 
         result = simulate(FastModel(cfg), InvariantSuite(cfg), Simulation(*SIMULATE_RUN))

@@ -12,7 +12,8 @@ from kafkamc.checker.graph import Recording
 from kafkamc.checker.liveness import LivenessReport, ReferenceGraph, check_liveness, symmetry_for_liveness
 from kafkamc.checker.progress import Progress
 from kafkamc.checker.search import Limits, Result
-from kafkamc.checker.simulate import NO_VIOLATION, SimResult, Simulation, run_simulation
+from kafkamc.checker.sim_run import run_simulation
+from kafkamc.checker.simulate import NO_VIOLATION, SimResult, Simulation
 from kafkamc.invariants.lasso import lasso_problem
 from kafkamc.invariants.liveness import FAIRNESS, LivenessSuite, is_liveness
 from kafkamc.invariants.liveness import by_name as liveness_by_name

@@ -16,7 +16,8 @@ from helpers import EXE, run_kafkamc
 from kafkamc.checker.fast import FastModel
 from kafkamc.checker.search import replay_path
 from kafkamc.checker.shrink import moves_of, replay, shrink
-from kafkamc.checker.simulate import NO_VIOLATION, Simulation, Tally, finish, run_range, simulate
+from kafkamc.checker.sim_run import simulate
+from kafkamc.checker.simulate import NO_VIOLATION, Simulation, Tally, finish, run_range
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
 from kafkamc.spec.protocol import preset
