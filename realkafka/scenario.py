@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from kafkamc.spec import alter_partition as ap
+from kafkamc.spec import broker_lifecycle as lc
 from kafkamc.spec import controlled_shutdown as cs
 from kafkamc.spec import elect_leaders as el
 from kafkamc.spec import fetch as fe
@@ -28,6 +29,8 @@ from kafkamc.traces.trace import Trace, format_action
 
 # Kafka's own steps, in the order they are tried: metadata first, as a broker applies it at once.
 SETTLE = (
+    lc.BrokerRegistration,
+    lc.BrokerHeartbeat,  # a new incarnation's unfence (no zombie is made here: no fence is commanded)
     md.MetadataUpdate,
     cs.ControlledShutdownComplete,
     fe.OffsetsForLeaderEpoch,
