@@ -7,6 +7,7 @@ calculateNextBrokerState's FENCED case.
 
 from __future__ import annotations
 
+from helpers import play
 from kafkamc.spec.alter_partition import AlterPartition, HandleAlterPartitionResponse
 from kafkamc.spec.broker_lifecycle import (
     BrokerCrash,
@@ -19,11 +20,28 @@ from kafkamc.spec.broker_lifecycle import (
 from kafkamc.spec.config import Config
 from kafkamc.spec.controlled_shutdown import ControlledShutdown
 from kafkamc.spec.fetch import Fetch, ReplicaStall
+from kafkamc.spec.model import Model
 from kafkamc.spec.produce import Produce
 from kafkamc.spec.protocol import NEWEST, preset
-from scenario import enabled, mask, model, run, step
 
 KRAFT = preset(NEWEST).with_rules(incarnations="kraft_steps")
+
+
+def mask(*brokers: int) -> int:
+    return sum(1 << (b - 1) for b in brokers)
+
+
+def step(cfg: Config, state, action):
+    (nxt,) = Model(cfg).step(state, action)
+    return nxt
+
+
+def enabled(cfg: Config, state, action) -> bool:
+    return bool(Model(cfg).step(state, action))
+
+
+def run(cfg: Config, *actions, state=None):
+    return play(cfg, *actions, state=state)
 
 
 def test_a_new_process_fetches_before_it_registers_and_registers_fenced():
@@ -32,7 +50,7 @@ def test_a_new_process_fetches_before_it_registers_and_registers_fenced():
     valid, accepted once it expired, fenced or not): fenced, with a new epoch; a heartbeat
     unfences it."""
     cfg = Config(rf=3, minisr=2, protocol=KRAFT)
-    crashed = step(cfg, model(cfg).initial_states()[0], BrokerCrash(2, 0))
+    crashed = step(cfg, Model(cfg).initial_states()[0], BrokerCrash(2, 0))
     started = step(cfg, crashed, BrokerRestart(2))
     assert started.broker(2).bepoch == 0 and started.controller.active & mask(2)
     fetched = step(cfg, started, Fetch(2, 1))
