@@ -71,7 +71,11 @@ class View:
                 f"{br}_leo = len({br}_log)",
                 f"{br}_hwisr = isr_in_use({isr_rule!r}, {br})",
             ]
-            self.alive[b] = self._bool(f"alive[{b}]", f"{br}.alive")
+            # Running as the incarnation the controller registered: a new process that has not
+            # registered yet (incarnations=kraft_steps) is not, as the ISR or ELR naming b names
+            # its dead predecessor until the registration cleans it up. Under fenced_first every
+            # running process is registered, so this is `alive`.
+            self.alive[b] = self._bool(f"alive[{b}]", f"({br}.alive and {br}.bepoch == {n}_c.bepochs[{b - 1}])")
             self.leads[b] = self._bool(f"leads[{b}]", f"({br}.alive and {br}.leader == {b})")
             self.epoch[b] = self._int(f"epoch[{b}]", f"{br}.epoch")
             self.hw[b] = self._int(f"hw[{b}]", f"{br}.hw")

@@ -125,10 +125,11 @@ class Run:
             self.note("kill", broker=b)
             self.killed[b] = time.monotonic()
         elif do == "restart":
-            # The model registers a restarted broker only once its old incarnation is fenced
-            # (BrokerRestart's guard). Kafka 4.4.0 took a new incarnation once the old session
-            # had expired but before the controller fenced it (seen on seed 12, a discrepancy not
-            # yet resolved, docs/KAFKA.md), so a restart waits out the session timeout and a little.
+            # The validator's model (the newest preset, incarnations=fenced_first) registers a
+            # restarted broker only once its old incarnation is fenced. Kafka registers a new
+            # incarnation once the old session expired, fenced or not, and fetches before that
+            # (docs/KAFKA.md, "Broker incarnations"; incarnations=kraft_steps models it), so
+            # until the validator runs kraft_steps a restart waits out the session timeout.
             self.idle(max(0.0, self.killed.pop(b, 0.0) + s.session_timeout_ms / 1000 + 2.0 - time.monotonic()))
             self.note("restart", args=[b])
             self.c.start(b)

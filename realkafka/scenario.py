@@ -30,6 +30,8 @@ from kafkamc.traces.trace import Trace, format_action
 
 # Kafka's own steps, in the order they are tried: metadata first, as a broker applies it at once.
 SETTLE = (
+    lc.BrokerRegistration,
+    lc.BrokerHeartbeat,  # a new incarnation's unfence (no zombie is made here: no fence is commanded)
     md.MetadataUpdate,
     cs.ControlledShutdownComplete,
     fe.OffsetsForLeaderEpoch,

@@ -61,6 +61,7 @@ SILENT = (
     lc.CheckpointHighWatermarks,
     lc.ControllerFenceBroker,
     lc.BrokerHeartbeat,
+    lc.BrokerRegistration,
     cs.ControlledShutdownComplete,
 )
 UNBOUNDED = 10**6  # every bound lifted: a real run is not bounded by the search's budgets
@@ -294,8 +295,8 @@ class Validator:
                     log, hw, cache, alive = files_view(i.state, i.values, b)
                     if log != logs.get(b, []) or (b in hws and hw != hws[b]) or (b in caches and cache != caches[b]):
                         return False
-                    # A restarted process runs before it registers; the model's BrokerRestart
-                    # is both, so a broker still to restart in the model may already run.
+                    # The process runs as soon as we start it; the model's BrokerRestart (the
+                    # process start) may come later, so a broker still to restart may run.
                     if up is not None and alive != (b in up) and not (b in up and ("restart", b) in i.pending):
                         return False
                 return True

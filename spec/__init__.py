@@ -21,9 +21,18 @@ removes a behaviour that the invariants are about, unless noted):
   behaviour the invariants can see. An answer carries at most one record (fetch.max.bytes
   as one producer batch), so a follower can be behind the offset it was seen at.
   OffsetsForLeaderEpoch (older truncation rules) is one step in the same way.
-- An AlterPartition request and the controller's decision are one step; the response
-  travels separately, and the leader keeps the proposed ISR as pending until then
-  (maximal ISR for the HW). A leader has at most one AlterPartition in flight.
+- Under incarnations=fenced_first (the default): an AlterPartition request and the
+  controller's decision are one step, an addition proposed from the leader's view of the
+  follower at any step. Under incarnations=kraft_steps: an ISR expansion is prepared on the
+  fetch that shows the follower caught up
+  (Partition.maybeExpandIsr), naming each member's broker epoch as the leader stored it, and
+  reaches the controller at any later step (AlterPartition), across a restart and
+  registration of that follower if so. A shrink is prepared and decided in one step. The
+  response travels separately, and the leader keeps the proposed ISR as pending until then
+  (maximal ISR for the HW). A leader has at most one AlterPartition in flight. A request
+  still on its way when its leader crashes or applies a newer partition epoch is dropped: the
+  controller would refuse the second (INVALID_UPDATE_VERSION); the first could only land
+  before the crash's consequences, which the order "AlterPartition, then the crash" covers.
 - The controller is a single, always-available process: its metadata log is the
   controller state. A broker applies the latest metadata in one step (MetadataUpdate),
   possibly much later than it was written, so it may act on stale metadata (zombie).
@@ -39,8 +48,13 @@ removes a behaviour that the invariants are about, unless noted):
   (KIP-704, Kafka 3.2) and the rule that fenced brokers cannot join the ISR (KIP-841,
   Kafka 3.3) apply in every era: the first only marks an unclean election, the second
   is what any controller in the model checks.
-- A restarted broker has replayed the metadata log before it serves: it acts on the
-  controller's latest metadata at once.
+- A restart waits for the fence of the previous incarnation and registers, unfenced, at
+  once (incarnations=fenced_first, the default); under incarnations=kraft_steps it is three
+  steps (spec/broker_lifecycle.py): the process start (log recovery, the
+  latest metadata applied, fetches with broker epoch -1), the registration (at any later
+  step: refused while the old session is valid, and the model has no clocks) and the
+  unfence. Kafka unfences only once the broker applied the metadata up to its registration
+  record; the model lets it unfence at any step after registering.
 - Producers are not modelled as processes: a produce request reaches the broker that
   believes it leads; a request rejected with NOT_ENOUGH_REPLICAS changes nothing.
 """

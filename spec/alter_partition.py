@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from kafkamc.spec.bounds import Bound
 from kafkamc.spec.controller import handle_alter_partition
-from kafkamc.spec.hw import advance_leader_hw
+from kafkamc.spec.hw import advance_leader_hw, broker_epoch_eligible
 from kafkamc.spec.state import Broker, Budget, Controller, State, bit, members, replace, size
 from kafkamc.spec.wording import Wording
 
@@ -77,20 +77,23 @@ def may_join(cfg: Config, br: Broker, f: int) -> bool:
     return caught_up(cfg, br, f)
 
 
-def eligible_in_view(br: Broker, f: int) -> bool:
+def eligible_in_view(cfg: Config, c: Controller, br: Broker, f: int) -> bool:
     """Partition.isReplicaIsrEligible on the leader (KIP-841): a follower its own metadata shows
     fenced or in controlled shutdown (KRaftMetadataCache.isBrokerFenced / isBrokerShuttingDown)
     is not proposed for the ISR. The leader's view lags the controller's until it applies the
-    metadata (`Broker.ineligible`, spec/metadata.py). Its broker-epoch part (the cached
-    registration's epoch against the fetch's, KIP-903) is left to the controller's check."""
-    return not br.ineligible & bit(f)
+    metadata (`Broker.ineligible`, spec/metadata.py). Under KIP-903 also its broker-epoch part,
+    isBrokerEpochIsrEligible: -1 passes (spec/hw.py, broker_epoch_eligible); under
+    incarnations=fenced_first that part is left to the controller's check."""
+    if br.ineligible & bit(f):
+        return False
+    return cfg.rule("incarnations") != "kraft_steps" or broker_epoch_eligible(cfg, c, br, f)
 
 
 def sent_bepochs(cfg: Config, br: Broker, b: int, proposed: int) -> tuple:
     """The broker epochs the request names for the proposed ISR (Partition.addBrokerEpochToIsr):
     the leader's own, and each follower's from its last fetch; 0 where the leader has none
     (Kafka's -1, which the controller does not check). Before KIP-903 the request has none."""
-    if cfg.rule("isr_join_broker_epoch") != "checked":
+    if cfg.rule("isr_join_broker_epoch") == "unchecked":
         return ()
     return tuple(
         0 if not proposed & bit(m) else br.bepoch if m == b else br.vbepochs[m - 1] for m in range(1, len(br.views) + 1)
@@ -98,25 +101,34 @@ def sent_bepochs(cfg: Config, br: Broker, b: int, proposed: int) -> tuple:
 
 
 def may_propose(br: Broker, b: int) -> bool:
-    """The guard's leader side: b acts as leader with no ISR change pending or unanswered."""
-    return br.alive and br.leader == b and not br.pending and br.alter is None
+    """The guard's leader side: b acts as leader with no ISR change pending or unanswered
+    (Partition's partitionState.isInflight)."""
+    return br.alive and br.leader == b and not br.pending and br.alter is None and br.request is None
 
 
-def may_add(cfg: Config, br: Broker, f: int) -> bool:
+def may_deliver(br: Broker, b: int) -> bool:
+    """Leader b has an ISR expansion prepared on a fetch whose request is still on its way."""
+    return br.alive and br.leader == b and br.request is not None and br.alter is None
+
+
+def may_add(cfg: Config, c: Controller, br: Broker, f: int) -> bool:
     """Whether leader b proposes follower f for the ISR: it saw f caught up (may_join) and
     eligible (eligible_in_view); under isr_update=zookeeper additions happen in the fetch."""
-    return cfg.rule("isr_update") != "zookeeper" and may_join(cfg, br, f) and eligible_in_view(br, f)
+    return cfg.rule("isr_update") != "zookeeper" and may_join(cfg, br, f) and eligible_in_view(cfg, c, br, f)
 
 
 def alter_partition_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> list[AlterPartition]:
-    """Proposals the leader's own view already rules out are left out (a follower it sees
-    caught up is never dropped, one behind never added): a third of the candidates
-    otherwise. A shrink drops any non-empty set of the followers it sees behind
+    """An expansion prepared on a fetch reaches the controller; or a shrink. Shrinks the
+    leader's own view already rules out are left out (a follower it sees caught up is never
+    dropped). A shrink drops any non-empty set of the followers it sees behind
     (`several` adds the sets of two or more). The step checks the rest of the guard (may_drop,
     and the budget per stalled follower)."""
+    if may_deliver(br, b):
+        return [AlterPartition(b, members(br.pending))]
     if not may_propose(br, b):
         return []
     shrinks_left = cfg.allows(u, ISR_SHRINKS)
+    prepared = cfg.rule("incarnations") == "kraft_steps"  # additions come prepared on a fetch
     messages = cfg.rule("isr_lag") == "messages"
     current = members(br.isr)
     out = []
@@ -128,7 +140,7 @@ def alter_partition_candidates(cfg: Config, c: Controller, br: Broker, u: Budget
             if (shrinks_left or messages) and behind(br, f):
                 droppable |= bit(f)
                 out.append(AlterPartition(b, tuple(m for m in current if m != f)))
-        elif may_add(cfg, br, f):
+        elif not prepared and may_add(cfg, c, br, f):
             out.append(AlterPartition(b, tuple(sorted(current + (f,)))))
     for dropped in several(droppable):
         out.append(AlterPartition(b, tuple(m for m in current if not dropped & bit(m))))
@@ -163,21 +175,30 @@ def alter_partition_response_candidates(cfg: Config, c: Controller, br: Broker, 
 
 
 def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | None:
-    """The leader proposes adding one follower or removing a non-empty set of them.
+    """The controller decides an ISR change from leader `a.leader`: an expansion the leader
+    prepared on a fetch (prepare_isr_expand) reaches it, or the leader drops a non-empty set of
+    followers it considers out of sync (Partition.maybeShrinkIsr, prepared and sent here).
 
-    The addition comes after the fetch that showed the follower caught up (Partition.
-    maybeExpandIsr prepares it and the request waits in AlterPartitionManager), so it may
-    land at any later step; the controller's broker-epoch check (KIP-903) is what refuses
-    a position from the follower's previous life. Under isr_update=zookeeper there was no
-    such request: the leader added the follower inside that fetch (expand_isr_in_fetch),
-    and this step only shrinks."""
+    An expansion is prepared on the fetch that showed the follower caught up, with the broker
+    epochs of that moment, and may reach the controller at any later step: after that follower
+    crashed, restarted and registered again, for instance. The controller's broker-epoch check
+    (KIP-903) is what refuses a position from the follower's previous life, unless the request
+    names -1. Under isr_update=zookeeper there was no such request: the leader added the
+    follower inside that fetch (expand_isr_in_fetch), and this step only shrinks. Under
+    incarnations=fenced_first (the coarser model, no fetch before registration) nothing is
+    prepared: the leader proposes an addition from its view of the follower at any step."""
     b = a.leader
     br = state.broker(b)
-    if not may_propose(br, b):
-        return None
     proposed = 0
     for m in a.isr:
         proposed |= bit(m)
+    if may_deliver(br, b):
+        if proposed != br.pending:
+            return None
+        state, resp = handle_alter_partition(cfg, state, br.epoch, br.pepoch, proposed, br.request or ())
+        return state.with_broker(b, replace(br, request=None, alter=resp))
+    if not may_propose(br, b):
+        return None
     removed, added = br.isr & ~proposed, proposed & ~br.isr
     # One follower added, or a non-empty set removed (maybeExpandIsr / maybeShrinkIsr), never both.
     if proposed & bit(b) == 0 or (removed and added) or not (removed or added) or size(added) > 1:
@@ -196,11 +217,23 @@ def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | Non
                 if not cfg.allows(budget, ISR_SHRINKS):
                     return None
                 budget = budget.spend(ISR_SHRINKS.name)
-    elif added:
-        f = members(added)[0]
-        if not may_add(cfg, br, f):
-            return None
+    elif cfg.rule("incarnations") == "kraft_steps" or not may_add(cfg, state.controller, br, members(added)[0]):
+        return None  # under kraft_steps an addition is only ever a prepared one (above)
     return write_isr(cfg, replace(state, budget=budget), b, proposed)
+
+
+def prepare_isr_expand(cfg: Config, state: State, b: int, f: int) -> State:
+    """Partition.maybeExpandIsr, run by the fetch that updated follower f's state on leader b:
+    with no ISR change in flight, f outside the ISR, caught up and eligible in the leader's
+    view (canAddReplicaToIsr, isFollowerInSync), prepareIsrExpand makes the maximal ISR the
+    ISR plus f at once (the HW counts it) and the request names each member's broker epoch as
+    stored now (addBrokerEpochToIsr: f's from this fetch, -1 included)."""
+    br = state.broker(b)
+    c = state.controller
+    if not may_propose(br, b) or br.isr & bit(f) or f not in c.replicas or not may_add(cfg, c, br, f):
+        return state
+    proposed = br.isr | bit(f)
+    return state.with_broker(b, replace(br, pending=proposed, request=sent_bepochs(cfg, br, b, proposed)))
 
 
 def write_isr(cfg: Config, state: State, b: int, proposed: int) -> State | None:
@@ -228,7 +261,7 @@ def expand_isr_in_fetch(cfg: Config, state: State, b: int, f: int) -> State:
     br = state.broker(b)
     if br.isr & bit(f) or f not in state.controller.replicas or not caught_up(cfg, br, f):
         return state
-    if not eligible_in_view(br, f):
+    if not eligible_in_view(cfg, state.controller, br, f):
         return state
     return write_isr(cfg, state, b, br.isr | bit(f)) or state  # never None: b is alive
 

@@ -15,17 +15,21 @@ A clean shutdown here is a process exit without controlled shutdown (controlled.
 enable=false; spec/controlled_shutdown.py has the controlled one): it too is noticed only when
 the session times out.
 
-The restart waits for the fence. ClusterControlManager.registerBroker refuses a new
-incarnation with DuplicateBrokerRegistrationException while the old incarnation's session is
-valid, and BrokerLifecycleManager retries until it is accepted; the fence is scheduled for
-the instant the session expires, so the accepted registration comes after it. (A registration
-landing after the expiry but before the controller's queue ran the fence is a race the model
-leaves out.)
-
-What the window costs: the default check (--rf 3 --minisr 2) grows from 262,297 to 279,259
-distinct states (+6.5%; 981,157 to 1,033,925 generated; depth 27 to 28). While a crashed
-broker waits for its fence the others go on producing, fetching, stalling and shrinking the
-ISR around it. No budget is needed: the fence fires once per crash.
+Under incarnations=fenced_first (the default) the restart waits for the fence of the previous
+incarnation, and registers, unfenced, in one step (ClusterControlManager.registerBroker refuses
+a second registration while the old session is valid). Under incarnations=kraft_steps a
+restart is the three steps Kafka takes (BrokerServer.startup, BrokerLifecycleManager):
+BrokerRestart, the process start: the log is recovered, the metadata replayed and applied
+(BrokerMetadataPublisher's first publish, ReplicaManager.applyDelta), and the fetchers started,
+before and whatever the registration: such a fetch names broker epoch -1
+(BrokerLifecycleManager._brokerEpoch until registered; the model's 0). The process answers no
+request until it is unfenced (SocketServer.enableRequestProcessing comes last in startup), so
+a partition its metadata shows it leading (its previous incarnation, not yet fenced) it leaves
+alone. BrokerRegistration: ClusterControlManager.registerBroker, refused while the old session
+is valid; with no clocks in the model that is "any time after the process started", which
+covers both the refusals and an acceptance after the session expired but before the periodic
+fence ran (seen on 4.4.0, docs/KAFKA.md). The previous incarnation is cleaned up and the new one
+registered fenced (spec/controller.py, register). BrokerHeartbeat then unfences it.
 
 The HW after a hard crash comes from the checkpoint file, not from memory. ReplicaManager.
 checkpointHighWatermarks writes every partition's HW every replica.high.watermark.checkpoint.
@@ -52,7 +56,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafkamc.spec.bounds import Bound
-from kafkamc.spec.controller import fence, register, unfence
+from kafkamc.spec.controller import fence, register, register_fenced, unfence
 from kafkamc.spec.log import truncate
 from kafkamc.spec.metadata import MetadataUpdate, metadata_update
 from kafkamc.spec.reassignment import REASSIGNMENTS
@@ -112,8 +116,16 @@ class CheckpointHighWatermarks:
 
 @dataclass(frozen=True)
 class BrokerRestart:
-    """The broker restarts, recovers its log, re-registers with a new broker epoch, once the
-    controller has fenced its previous incarnation."""
+    """The broker's process starts: it recovers its log, applies the metadata and fetches as a
+    follower with broker epoch -1, before it registers (BrokerServer.startup)."""
+
+    broker: int
+
+
+@dataclass(frozen=True)
+class BrokerRegistration:
+    """The new process's BrokerRegistration is accepted (ClusterControlManager.registerBroker):
+    the previous incarnation is cleaned up, and the broker gets a new epoch, fenced."""
 
     broker: int
 
@@ -127,7 +139,9 @@ class ControllerFenceBroker:
 
 @dataclass(frozen=True)
 class BrokerHeartbeat:
-    """A fenced but live broker heartbeats again and the controller unfences it."""
+    """A fenced, live, registered broker heartbeats and the controller unfences it: a zombie
+    back, or a new incarnation caught up with its registration
+    (BrokerHeartbeatManager.calculateNextBrokerState, FENCED case)."""
 
     broker: int
 
@@ -141,33 +155,53 @@ def matters(cfg: Config, c: Controller, u: Budget, b: int) -> bool:
 # Each step's guard, which its candidates and its step share (one home per guard).
 
 
-def may_restart(c: Controller, br: Broker, b: int) -> bool:
-    """b is down and the controller has fenced its previous incarnation."""
-    return not br.alive and not c.registered & bit(b)
+def kraft_steps(cfg: Config) -> bool:
+    """The incarnations rule: Kafka's restart steps, or the restart that waits for the fence."""
+    return cfg.rule("incarnations") == "kraft_steps"
+
+
+def may_restart(cfg: Config, c: Controller, br: Broker, b: int) -> bool:
+    """b's process is down (and, under incarnations=fenced_first, its previous incarnation is
+    fenced: the registration that comes with the start is refused before)."""
+    return not br.alive and (kraft_steps(cfg) or not c.registered & bit(b))
+
+
+def unregistered(br: Broker) -> bool:
+    """b's process runs but has not registered yet: it knows no broker epoch (Kafka's -1)."""
+    return br.alive and br.bepoch == 0
+
+
+def may_register(c: Controller, br: Broker, b: int) -> bool:
+    """b's new process has not registered yet; the old session may have expired by now."""
+    return unregistered(br)
 
 
 def session_expires(c: Controller, br: Broker, b: int) -> bool:
-    """b is down and still registered: its session will time out."""
-    return not br.alive and bool(c.registered & bit(b))
+    """b's registered incarnation is down (its new process, if any, not registered yet):
+    its session will time out."""
+    return (not br.alive or br.bepoch == 0) and bool(c.registered & bit(b))
 
 
 def may_crash(cfg: Config, br: Broker, u: Budget, keep: int | None) -> bool:
-    """b is up and a crash of that kind is left; a hard crash keeps a prefix of its log."""
+    """b is up and a crash of that kind is left; a hard crash keeps a prefix of its log, at
+    least what this process recovered from disk at its start (Broker.flushed)."""
     if not br.alive:
         return False
     if keep is None:
         return cfg.allows(u, CRASHES)
-    return cfg.allows(u, UNCLEAN_CRASHES) and 0 <= keep <= br.leo
+    return cfg.allows(u, UNCLEAN_CRASHES) and br.flushed <= keep <= br.leo
 
 
 def may_fence(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> bool:
-    """b is up and registered, and a fence is left."""
-    return br.alive and bool(c.registered & bit(b)) and cfg.allows(u, FENCES)
+    """b's registered incarnation is up and unfenced, and a fence is left."""
+    return br.alive and br.bepoch != 0 and bool(c.registered & bit(b)) and cfg.allows(u, FENCES)
 
 
 def may_heartbeat(c: Controller, br: Broker, b: int) -> bool:
-    """b is up and fenced: its next heartbeat unfences it."""
-    return br.alive and not c.registered & bit(b)
+    """b is up, registered and fenced: its next heartbeat unfences it. (Kafka also waits for
+    a new incarnation to apply the metadata up to its registration record; the model lets it
+    unfence at any later step, which allows more orders, never fewer.)"""
+    return br.alive and br.bepoch != 0 and not c.registered & bit(b)
 
 
 def may_checkpoint(cfg: Config, br: Broker, u: Budget) -> bool:
@@ -176,7 +210,11 @@ def may_checkpoint(cfg: Config, br: Broker, u: Budget) -> bool:
 
 
 def restart_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
-    return (BrokerRestart(b),) if may_restart(c, br, b) else ()
+    return (BrokerRestart(b),) if may_restart(cfg, c, br, b) else ()
+
+
+def registration_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
+    return (BrokerRegistration(b),) if may_register(c, br, b) else ()
 
 
 def session_timeout_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:
@@ -187,7 +225,7 @@ def crash_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) 
     if b not in c.replicas:  # hosts nothing: it matters only as a reassignment's target (spec/reassignment.py)
         keeps: list[int | None] = [None] if cfg.allows(u, REASSIGNMENTS) else []
     else:
-        keeps = [None, *range(br.leo + 1)]
+        keeps = [None, *range(br.flushed, br.leo + 1)]
     return [BrokerCrash(b, keep) for keep in keeps if may_crash(cfg, br, u, keep)]
 
 
@@ -244,8 +282,13 @@ def broker_crash(cfg: Config, state: State, a: BrokerCrash) -> State | None:
         hw = min(br.checkpoint_hw, a.keep)  # the in-memory HW is lost; the file's is read back
         if not cfg.allows(budget, UNCLEAN_CRASHES):
             state = forget_checkpoints(state)
-    # The controller still counts the broker as registered until its session times out.
-    dead = stopped(cfg, budget, replace(br, log=log, cache=cache, hw=hw), clean=a.keep is None)
+    # The controller still counts the broker as registered until its session times out. The
+    # clean-shutdown file holds the process's broker epoch (BrokerServer.shutdown passes
+    # lifecycleManager.brokerEpoch to LogManager.shutdown): -1 for a process that never
+    # registered, which the next registration reports as previousBrokerEpoch and registerBroker
+    # takes for an unclean shutdown (it is not the stored epoch).
+    clean = a.keep is None and br.bepoch != 0
+    dead = stopped(cfg, budget, replace(br, log=log, cache=cache, hw=hw), clean=clean)
     return replace(state.with_broker(b, dead), budget=budget)
 
 
@@ -269,19 +312,42 @@ def broker_session_timeout(cfg: Config, state: State, a: BrokerSessionTimeout) -
 
 
 def broker_restart(cfg: Config, state: State, a: BrokerRestart) -> State | None:
-    """Register with a new broker epoch; the broker replays the metadata log before it serves,
-    so it acts on the controller's latest metadata at once. Refused while the previous
-    incarnation is registered (DuplicateBrokerRegistrationException: its session is valid)."""
+    """The process starts (BrokerServer.startup): the log recovered, the HW read back from the
+    checkpoint (UnifiedLog.updateHighWatermark caps it at the log end), the metadata replayed
+    and applied, and the fetchers started with broker epoch -1 (the model's 0), before the
+    registration is even sent. The controller learns nothing: the previous incarnation stays
+    registered until its session expires or the new one registers."""
     b = a.broker
     br = state.broker(b)
-    if not may_restart(state.controller, br, b):
+    if not may_restart(cfg, state.controller, br, b):
         return None
-    bepoch = state.controller.bepochs[b - 1] + 1
-    hw = min(br.hw, br.leo)  # UnifiedLog.updateHighWatermark: the checkpoint, at most the log end
+    hw = min(br.hw, br.leo)
     ckpt = hw if cfg.allows(state.budget, UNCLEAN_CRASHES) else 0
-    fresh = Broker(alive=True, bepoch=bepoch, log=br.log, cache=br.cache, hw=hw, checkpoint_hw=ckpt)
-    registered = register(cfg, state.with_broker(b, fresh), b, br.clean)
-    return metadata_update(cfg, registered, MetadataUpdate(b)) or registered
+    if not kraft_steps(cfg):
+        # incarnations=fenced_first: registered with a new epoch and unfenced at once, acting on
+        # the latest metadata.
+        bepoch = state.controller.bepochs[b - 1] + 1
+        fresh = Broker(alive=True, bepoch=bepoch, log=br.log, cache=br.cache, hw=hw, checkpoint_hw=ckpt)
+        registered = register(cfg, state.with_broker(b, fresh), b, br.clean)
+        return metadata_update(cfg, registered, MetadataUpdate(b)) or registered
+    fresh = Broker(
+        alive=True, bepoch=0, log=br.log, cache=br.cache, hw=hw, checkpoint_hw=ckpt, clean=br.clean, flushed=br.leo
+    )
+    started = state.with_broker(b, fresh)
+    return metadata_update(cfg, started, MetadataUpdate(b)) or started
+
+
+def broker_registration(cfg: Config, state: State, a: BrokerRegistration) -> State | None:
+    """ClusterControlManager.registerBroker accepts the new incarnation: it tells the controller
+    whether the last shutdown was clean (the previous broker epoch of the clean-shutdown file),
+    the previous incarnation is cleaned up, and the broker learns its new epoch, still fenced."""
+    b = a.broker
+    br = state.broker(b)
+    if not may_register(state.controller, br, b):
+        return None
+    registered = register_fenced(cfg, state, b, br.clean)
+    bepoch = registered.controller.bepochs[b - 1]
+    return registered.with_broker(b, replace(br, bepoch=bepoch, clean=True))
 
 
 def controller_fence_broker(cfg: Config, state: State, a: ControllerFenceBroker) -> State | None:
@@ -356,25 +422,54 @@ def checkpoint_html(a: CheckpointHighWatermarks, state: State, prev: State, draw
 
 
 def restart_html(a: BrokerRestart, state: State, prev: State, draw) -> None:
+    br = state.broker(a.broker)
+    if br.bepoch == 0:  # incarnations=kraft_steps: the process start alone
+        draw.mark(draw.lane(a.broker), "process start: fetches with broker epoch -1", "restart")
+        return
     draw.mark(draw.lane(a.broker), "restart", "restart")
-    draw.msg(draw.lane(a.broker), "controller", f"register, broker epoch {state.broker(a.broker).bepoch}")
+    draw.msg(draw.lane(a.broker), "controller", f"register, broker epoch {br.bepoch}")
 
 
 def restart_truncation(cfg: Config, a: BrokerRestart, b: int, prev: State, state: State) -> tuple[str, str]:
     br = state.broker(b)
-    who = f"broker {b} restarted (broker epoch {br.bepoch}), became follower of {br.leader} and"
+    if br.bepoch == 0:
+        who = f"broker {b}'s process started (not registered yet), became follower of {br.leader} and"
+    else:
+        who = f"broker {b} restarted (broker epoch {br.bepoch}), became follower of {br.leader} and"
     return who, f"its own HW {br.hw} (the rule before KIP-101)"
 
 
 def restart_told(cfg: Config, a: BrokerRestart, before: Controller, state: State, told: bool, say) -> Told:
-    """The registration (unless a truncation sentence told the restart), and KAFKA-15586's drop."""
+    """The process start (the controller learns nothing), or under incarnations=fenced_first the
+    registration too, unless a truncation sentence told the restart, and KAFKA-15586's drop."""
     b, after = a.broker, state.controller
     br = state.broker(b)
+    if br.bepoch == 0:
+        return Told("" if told else f"broker {b}'s process started, not registered yet, with {say.log(br)}")
     cause = "" if told else f"broker {b} restarted (broker epoch {br.bepoch}) with {say.log(br)}"
     if not (before.isr | before.elr) & ~(after.isr | after.elr) & bit(b):
         return Told(cause)
     lists = " and ".join(n for n, m in (("ISR", before.isr), ("ELR", before.elr)) if m & bit(b))
     return Told(cause, [], [f"dropped it from the {lists} after its unclean shutdown (KAFKA-15586)"])
+
+
+def registration_html(a: BrokerRegistration, state: State, prev: State, draw) -> None:
+    draw.msg(draw.lane(a.broker), "controller", f"register: broker epoch {state.broker(a.broker).bepoch}, fenced")
+
+
+def registration_told(cfg: Config, a: BrokerRegistration, before: Controller, state: State, told: bool, say) -> Told:
+    """The registration, the cleanup of the previous incarnation, and KAFKA-15586's drop."""
+    b, after = a.broker, state.controller
+    cause = f"broker {b} registered (broker epoch {after.bepochs[b - 1]}), fenced until its heartbeat"
+    did = []
+    if before.registered & bit(b):
+        did.append("cleaned up its previous incarnation, still registered (its session had expired)")
+    if not (before.isr | before.elr) & ~(after.isr | after.elr) & bit(b):
+        return Told(cause, did)
+    lists = " and ".join(n for n, m in (("ISR", before.isr), ("ELR", before.elr)) if m & bit(b))
+    # Only an unclean shutdown's cleanup takes a broker out of the ELR (handleBrokerUncleanShutdown).
+    why = "after its unclean shutdown (KAFKA-15586)" if before.elr & ~after.elr & bit(b) else "(cleanup)"
+    return Told(cause, did, [f"dropped it from the {lists} {why}"])
 
 
 def fence_html(a: ControllerFenceBroker, state: State, prev: State, draw) -> None:
@@ -400,3 +495,4 @@ CHECKPOINT_WORDS = Wording(html=checkpoint_html)
 RESTART_WORDS = Wording(html=restart_html, truncation=restart_truncation, controller=restart_told)
 FENCE_WORDS = Wording(html=fence_html, controller=fence_told)
 HEARTBEAT_WORDS = Wording(html=heartbeat_html, controller=heartbeat_told)
+REGISTRATION_WORDS = Wording(html=registration_html, controller=registration_told)

@@ -85,8 +85,9 @@ class ControlledShutdownComplete:
 
 def may_shut_down(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> bool:
     """The guard: b is up and active (unfenced, not shutting down already), and a controlled
-    shutdown is left."""
-    return br.alive and bool(c.active & bit(b)) and cfg.allows(u, CONTROLLED_SHUTDOWNS)
+    shutdown is left. A new process not registered yet has no session to ask in (its old
+    incarnation's registration is another process's)."""
+    return br.alive and br.bepoch != 0 and bool(c.active & bit(b)) and cfg.allows(u, CONTROLLED_SHUTDOWNS)
 
 
 def shutting_down(c: Controller, b: int) -> bool:
@@ -104,7 +105,7 @@ def controlled_shutdown_candidates(cfg: Config, c: Controller, br: Broker, u: Bu
 def awaits_stop(c: Controller, br: Broker, b: int) -> bool:
     """The guard's part its candidates can see: b is up, in controlled shutdown, leading nothing
     at the controller. The step also asks may_stop whether every active broker has caught up."""
-    return br.alive and shutting_down(c, b)
+    return br.alive and br.bepoch != 0 and shutting_down(c, b)
 
 
 def complete_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> tuple:

@@ -156,7 +156,9 @@ def fence(cfg: Config, state: State, b: int) -> State:
 
 
 def register(cfg: Config, state: State, b: int, clean_shutdown: bool) -> State:
-    """A broker registers with a new broker epoch and is unfenced.
+    """A broker registers with a new broker epoch and is unfenced, in one step: the restart of
+    incarnations=fenced_first, once its previous incarnation is fenced (register_fenced has
+    Kafka's steps).
 
     A broker whose previous life ended in an unclean shutdown may have lost records below
     the HW: with ELR on, the controller drops it from the ISR and the ELR (KAFKA-15586).
@@ -181,7 +183,43 @@ def register(cfg: Config, state: State, b: int, clean_shutdown: bool) -> State:
     return partition_change(cfg, state, replace(c, registered=c.registered | bit(b)), unclean)
 
 
+def register_fenced(cfg: Config, state: State, b: int, clean_shutdown: bool) -> State:
+    """ClusterControlManager.registerBroker for a new incarnation: a new broker epoch, and the
+    RegisterBrokerRecord leaves it fenced (its `fenced` defaults to true); the unfence comes with a
+    later heartbeat (`unfence`). Refused while the old incarnation's session is valid
+    (DuplicateBrokerRegistrationException); accepted once it expired, whether the periodic fence
+    (maybeFenceOneStaleBroker) ran or not. Before the record, the previous incarnation is cleaned
+    up (brokerShutdownHandler.addRecordsForShutdown, ReplicationControlManager.handleBrokerShutdown):
+    out of the ISR as a fence takes it; after an unclean shutdown with ELR on, out of the ISR and
+    the ELR without entering the ELR (handleBrokerUncleanShutdown, KAFKA-15586). It may stay the
+    last known leader.
+
+    A broker that leads while it registers is either its previous incarnation, not fenced yet
+    (the cleanup re-elects), or a fenced last known leader that 4.0.0 elected
+    (last_known_leader=any): out of the ISR it is no valid leader, the partition is left
+    leaderless, and the unfencing elects again, in a new leader epoch.
+    """
+    c = state.controller
+    bepochs = list(c.bepochs)
+    bepochs[b - 1] += 1
+    c = replace(c, bepochs=tuple(bepochs), registered=c.registered & ~bit(b))
+    if c.shutdown:
+        c = with_shutdown(c, b, 0)
+    unclean = 0
+    if not clean_shutdown and cfg.rule("elr") == "on":
+        unclean = bit(b)
+        c = replace(c, isr=c.isr & ~unclean, elr=c.elr & ~unclean)
+    else:
+        c = leave_isr(cfg, c, b)
+    if c.leader == b:
+        state = partition_change(cfg, state, replace(c, leader=NO_LEADER), unclean)
+        c = state.controller
+    return partition_change(cfg, state, c, unclean)
+
+
 def unfence(cfg: Config, state: State, b: int) -> State:
+    """ReplicationControlManager.handleBrokerUnfenced: the broker may lead again; a leaderless
+    partition elects (BrokerHeartbeatManager.calculateNextBrokerState, FENCED to UNFENCED)."""
     c = state.controller
     return partition_change(cfg, state, replace(c, registered=c.registered | bit(b)))
 
@@ -221,11 +259,18 @@ def ineligible_for_isr(cfg: Config, c: Controller, proposed: int, bepochs: tuple
     """ReplicationControlManager.ineligibleReplicasForIsr: the members of the proposed ISR, every
     one of them and not only an added one, that are not registered and unfenced, are in
     controlled shutdown (KIP-841), or (KIP-903) were named with a broker epoch other than
-    their current registration's."""
+    their current registration's; -1 (the model's 0) skips that check, unless the proposed
+    rule checked_no_unknown_join refuses it for a member being added."""
     out = proposed & ~c.active
-    if cfg.rule("isr_join_broker_epoch") == "checked":
+    rule = cfg.rule("isr_join_broker_epoch")
+    if rule != "unchecked":
         for m in members(proposed):
             sent = bepochs[m - 1] if bepochs else 0
             if sent and sent != c.bepochs[m - 1]:
+                out |= bit(m)
+            elif not sent and rule == "checked_no_unknown_join" and not c.isr & bit(m):
+                # The proposed fix: an addition must name the epoch it was fetched with. A member
+                # already in the ISR may still be named -1 (addBrokerEpochToIsr fills -1 for a
+                # follower that has not fetched from this leader yet).
                 out |= bit(m)
     return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafkamc.spec.alter_partition import ISR_SHRINKS, expand_isr_in_fetch
+from kafkamc.spec.alter_partition import ISR_SHRINKS, expand_isr_in_fetch, prepare_isr_expand
 from kafkamc.spec.hw import advance_leader_hw
 from kafkamc.spec.log import UNDEFINED, append, end_offset_for_epoch, truncate, truncation_offset
 from kafkamc.spec.rpc import RoundTrip
@@ -142,6 +142,8 @@ def handle_fetch(cfg: Config, state: State, a: Fetch, req: FetchRequest) -> tupl
     state = state.with_broker(ld, replace(lead, views=tuple(views), vbepochs=tuple(vbepochs)))
     if cfg.rule("isr_update") == "zookeeper":
         state = expand_isr_in_fetch(cfg, state, ld, f)  # no AlterPartition: added right here
+    elif cfg.rule("incarnations") == "kraft_steps":
+        state = prepare_isr_expand(cfg, state, ld, f)  # Partition.maybeExpandIsr, in this fetch
     return advance_leader_hw(cfg, state, ld), answer
 
 
@@ -152,7 +154,8 @@ def handle_fetch_response(cfg: Config, state: State, a: Fetch, resp: FetchRespon
     if resp.diverging is not None:
         offset, _done = truncation_offset(fol.cache, fol.leo, fol.hw, *resp.diverging)
         log, cache = truncate(fol.log, fol.cache, offset, cfg.rule("epoch_cache_truncation") == "at_log_end")
-        fol = replace(fol, log=log, cache=cache, hw=min(fol.hw, len(log)), stalled=False)
+        flushed = min(fol.flushed, len(log))
+        fol = replace(fol, log=log, cache=cache, hw=min(fol.hw, len(log)), stalled=False, flushed=flushed)
     else:
         log, cache = append(fol.log, fol.cache, resp.records)
         fol = replace(fol, log=log, cache=cache, hw=min(resp.hw, len(log)), stalled=False)
@@ -184,7 +187,9 @@ def offsets_for_leader_epoch(cfg: Config, state: State, a: OffsetsForLeaderEpoch
     else:
         offset, done = min(end, fol.leo), True
     log, cache = truncate(fol.log, fol.cache, offset, cfg.rule("epoch_cache_truncation") == "at_log_end")
-    fol = replace(fol, log=log, cache=cache, hw=min(fol.hw, len(log)), truncating=not done)
+    fol = replace(
+        fol, log=log, cache=cache, hw=min(fol.hw, len(log)), truncating=not done, flushed=min(fol.flushed, len(log))
+    )
     return state.with_broker(f, fol)
 
 

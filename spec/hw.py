@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafkamc.spec.state import Broker, State, bit, members, replace, size
+from kafkamc.spec.state import Broker, Controller, State, bit, members, replace, size
 
 if TYPE_CHECKING:
     from kafkamc.spec.config import Config
@@ -27,6 +27,28 @@ def isr_in_use(rule: str, br: Broker) -> int:
     return br.isr
 
 
+def broker_epoch_eligible(cfg: Config, c: Controller, br: Broker, f: int) -> bool:
+    """Partition.isBrokerEpochIsrEligible on leader br (KIP-903, 3.5.0, under
+    isr_join_broker_epoch=checked): the broker epoch stored from f's last fetch is -1 (the model's
+    0: a process not registered yet, RemoteLeaderEndPoint sends BrokerLifecycleManager.brokerEpoch)
+    or equals f's epoch in the leader's metadata cache. The -1 bypass came with the check
+    (KAFKA-14617) and no release has been without it. The controller's registration stands for
+    the leader's cached one: when the leader's cache is behind a registration the model lets it
+    propose what Kafka would only after applying the registration (more behaviours, never fewer).
+    A stored epoch 0 with no fetch at all (Kafka's empty) never matters: the view is then unknown,
+    so f is not caught up."""
+    rule = cfg.rule("isr_join_broker_epoch")
+    if rule == "unchecked":
+        return True
+    stored = br.vbepochs[f - 1]
+    if cfg.rule("incarnations") != "kraft_steps":
+        # The coarser restart: no process fetches unregistered, so no -1 to let through.
+        return stored == c.bepochs[f - 1]
+    if stored == 0:
+        return rule == "checked"  # the proposed fix refuses -1 here too
+    return stored == c.bepochs[f - 1]
+
+
 def waits_for_joining(cfg: Config, state: State, br: Broker, f: int) -> bool:
     """Partition.maybeIncrementLeaderHW's shouldWaitForReplicaToJoinIsr (the
     hw_joining_replica rule): whether the HW waits for follower f, outside the ISR in use,
@@ -38,8 +60,8 @@ def waits_for_joining(cfg: Config, state: State, br: Broker, f: int) -> bool:
     and f has not stalled since. Since 3.6.0 f must also be allowed to join the ISR,
     isReplicaIsrEligible (KAFKA-15021): not fenced and not in controlled shutdown as the
     leader's own metadata shows it (`Broker.ineligible`, the same view its ISR proposals
-    read) and, under KIP-903, the broker epoch of its last fetch is its current
-    registration's (the controller's registration stands for the leader's cached one).
+    read) and, under KIP-903, the broker epoch of its last fetch is -1 or its current
+    registration's (broker_epoch_eligible).
     Before 0.10.2.0 only ISR members counted."""
     rule = cfg.rule("hw_joining_replica")
     if rule == "ignore" or br.views[f - 1] < br.hw or state.is_stalled(f):
@@ -52,8 +74,7 @@ def waits_for_joining(cfg: Config, state: State, br: Broker, f: int) -> bool:
     if rule == "wait_eligible":
         if br.ineligible & bit(f):  # fenced, or in controlled shutdown (isBrokerShuttingDown)
             return False
-        c = state.controller
-        if cfg.rule("isr_join_broker_epoch") == "checked" and br.vbepochs[f - 1] != c.bepochs[f - 1]:
+        if not broker_epoch_eligible(cfg, state.controller, br, f):
             return False
     return True
 

@@ -34,7 +34,7 @@ def metadata_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: in
 
 def as_follower(br: Broker) -> Broker:
     """Drop leader-only state; requests in purgatory fail with NOT_LEADER_OR_FOLLOWER."""
-    return replace(br, start=0, views=(), vbepochs=(), pending=0, purgatory=(), alter=None, ineligible=0)
+    return replace(br, start=0, views=(), vbepochs=(), pending=0, purgatory=(), alter=None, request=None, ineligible=0)
 
 
 def ineligible_view(c: Controller, b: int) -> int:
@@ -130,7 +130,7 @@ def become_follower(cfg: Config, state: State, b: int) -> State:
     if rule == "hw":
         at_end = cfg.rule("epoch_cache_truncation") == "at_log_end"
         log, cache = truncate(br.log, br.cache, br.hw, at_end)  # before KIP-101: back to our own HW
-        br = replace(br, log=log, cache=cache)
+        br = replace(br, log=log, cache=cache, flushed=min(br.flushed, len(log)))
     elif rule in ("leader_epoch", "leader_epoch_kip279"):
         br = replace(br, truncating=True)  # ask OffsetsForLeaderEpoch first
     return state.with_broker(b, br)
@@ -144,6 +144,8 @@ def metadata_update(cfg: Config, state: State, a: MetadataUpdate) -> State | Non
         return None
     if b not in c.replicas:
         return state.with_broker(b, without_partition(br))
+    if c.leader == b and br.bepoch == 0:
+        return state.with_broker(b, inert(br, c))
     if c.leader != b:
         return become_follower(cfg, state, b)
     view = ineligible_view(c, b)
@@ -153,8 +155,10 @@ def metadata_update(cfg: Config, state: State, a: MetadataUpdate) -> State | Non
             # untouched, and nothing tries the HW until the next fetch or produce (applyDelta
             # visits changed partitions only).
             return state.with_broker(b, replace(br, ineligible=view))
-        # Same leadership, newer ISR: take it as committed; a late response is then stale.
-        br = replace(br, isr=c.isr, pepoch=c.pepoch, pending=0, ineligible=view)
+        # Same leadership, newer ISR: take it as committed; a late response is then stale. A
+        # prepared request still on its way names the old partition epoch: the controller will
+        # refuse it (INVALID_UPDATE_VERSION), so it is dropped here, to the same effect.
+        br = replace(br, isr=c.isr, pepoch=c.pepoch, pending=0, request=None, ineligible=view)
         return advance_leader_hw(cfg, state.with_broker(b, br), b)
     # The view comes with the same metadata; the HW, which reads it (waits_for_joining), is
     # tried again with it (become_leader's own try, without it, can only have stopped lower).
@@ -169,10 +173,22 @@ def without_partition(br: Broker) -> Broker:
     return Broker(alive=br.alive, bepoch=br.bepoch, clean=br.clean)
 
 
+def inert(br: Broker, c: Controller) -> Broker:
+    """A new process, not registered yet, whose metadata still shows it leading (its previous
+    incarnation, not fenced yet): Partition.makeLeader runs, but the process answers no request
+    until it is unfenced (BrokerServer.startup enables request processing last), and the
+    registration's cleanup takes the leadership away first. So it neither leads nor follows.
+    (makeLeader's leader-epoch cache entry, KAFKA-7415, is left out: it names the epoch the
+    previous incarnation already led in.)"""
+    return replace(as_follower(br), leader=NO_LEADER, epoch=c.epoch, pepoch=0, isr=0, truncating=False)
+
+
 def stale(c: Controller, br: Broker, b: int) -> bool:
     """Whether the controller's metadata holds news that broker b acts on."""
     if b not in c.replicas:
         return br != without_partition(br)  # it still hosts a replica it must delete
+    if c.leader == b and br.bepoch == 0:
+        return (br.leader, br.epoch) != (NO_LEADER, c.epoch)
     if c.leader == b:
         return (br.leader, br.epoch, br.pepoch, br.isr) != c.meta() or br.ineligible != ineligible_view(c, b)
     return (br.leader, br.epoch) != (c.leader, c.epoch)

@@ -76,6 +76,15 @@ _STOPS = (*_DEAD, cs.CONTROLLED_SHUTDOWNS)  # a broker can only restart after on
 
 NEXT: tuple[Action, ...] = (
     Action(lc.BrokerRestart, lc.restart_candidates, lc.broker_restart, "none", lc.RESTART_WORDS, enabled_by=_STOPS),
+    Action(
+        lc.BrokerRegistration,
+        lc.registration_candidates,
+        lc.broker_registration,
+        "weak",  # BrokerLifecycleManager retries until the old session expires
+        lc.REGISTRATION_WORDS,
+        enabled_by=_STOPS,
+        rule=("incarnations", ("kraft_steps",)),
+    ),
     Action(pr.Produce, pr.produce_candidates, pr.produce, "none", pr.PRODUCE_WORDS, bounds=(pr.RECORDS,)),
     Action(
         pr.ProduceRetry,
@@ -154,7 +163,7 @@ NEXT: tuple[Action, ...] = (
         lc.broker_heartbeat,
         "weak",
         lc.HEARTBEAT_WORDS,
-        enabled_by=(lc.FENCES,),
+        enabled_by=(lc.FENCES,),  # and, under incarnations=kraft_steps, a new incarnation's unfence
     ),
     Action(
         el.AutoLeaderRebalance,

@@ -110,10 +110,14 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "isr_join_broker_epoch",
-        ("unchecked", "checked"),
-        "whether the controller rejects an ISR addition whose broker epoch (learned from the "
-        "follower's fetch) is not the broker's current registration",
+        ("unchecked", "checked", "checked_no_unknown_join"),
+        "whether an ISR addition whose broker epoch (learned from the follower's fetch) is not the "
+        "broker's current registration is refused, by the leader (Partition.isBrokerEpochIsrEligible) "
+        "and the controller (ReplicationControlManager.ineligibleReplicasForIsr): never; or refused, "
+        "except that an epoch of -1 (a fetch from a process not registered yet, or an older "
+        "broker) passes both checks; or refused, -1 included for the member being added",
         (("checked", "3.5.0", "KIP-903"),),
+        (("checked_no_unknown_join", "finding 2, docs/FINDINGS.md"),),
     ),
     Rule(
         "consumer_hw",
@@ -144,6 +148,25 @@ RULES: tuple[Rule, ...] = (
         "which last known leader the controller elects once the ISR and the ELR are empty: "
         "any, a fenced one included (4.0 only logged the check), or only an unfenced one",
         (("unfenced", "4.1.0", "KAFKA-19522"),),
+    ),
+    Rule(
+        "incarnations",
+        ("fenced_first", "kraft_steps"),
+        "how a restart and the ISR expansions around it are modelled: the restart waits for the "
+        "fence of the previous incarnation and registers, unfenced, in one step, and a leader "
+        "proposes an addition from its view of a follower at any step; or Kafka's own steps "
+        "(BrokerServer.startup): the process starts and fetches with broker epoch -1, registers "
+        "(before or after the fence) fenced, and is unfenced by a heartbeat; an expansion is "
+        "prepared on a fetch (Partition.maybeExpandIsr) and reaches the controller later; the "
+        "leader applies KIP-903 too, -1 passing; a hard crash keeps what the process recovered",
+        (),
+        (
+            (
+                "kraft_steps",
+                "issue 41 (docs/MODEL.md): what every KRaft release does; not yet the newest "
+                "preset's default, whose pinned figures and paths it moves",
+            ),
+        ),
     ),
     Rule(
         "leader_reelection",
@@ -183,6 +206,7 @@ class Protocol:
     elr: str = "on"
     controlled_shutdown: str = "kraft"
     last_known_leader: str = "unfenced"
+    incarnations: str = "fenced_first"
     leader_reelection: str = "keep"
 
     def validated(self) -> Protocol:

@@ -70,6 +70,7 @@ def _shifted(br: Broker) -> Broker:
         cache=_shifted_cache(br.cache),
         hw=_down(br.hw),
         checkpoint_hw=_down(br.checkpoint_hw),
+        flushed=_down(br.flushed),
         start=_down(br.start),
         views=tuple(v if v == UNKNOWN else _down(v) for v in br.views),
         purgatory=tuple((o - 1, r - 1, d) for o, r, d in br.purgatory),

@@ -140,6 +140,10 @@ class Broker:
     purgatory: tuple = ()  # acks=all requests waiting: ((offset, record id, brokers down at append), ...)
     # The AlterPartition response in flight to this leader (Kafka keeps one outstanding).
     alter: AlterPartitionResponse | None = None
+    # An ISR expansion prepared on a fetch (Partition.prepareIsrExpand) whose request has not
+    # reached the controller yet: the broker epochs it names (addBrokerEpochToIsr, index b - 1;
+    # () before KIP-903), its ISR being `pending`; None when no request waits.
+    request: tuple | None = None
     # Brokers this leader's metadata shows fenced or in controlled shutdown (bitmask), as of the
     # metadata it last applied: what Partition.isReplicaIsrEligible reads (KIP-841).
     ineligible: int = 0
@@ -151,6 +155,11 @@ class Broker:
     # The HW last written to the checkpoint file (replication-offset-checkpoint); a hard crash
     # restarts from it, not from the HW in memory (spec/broker_lifecycle.py).
     checkpoint_hw: int = 0
+    # How much of the log is known to be on disk: what this process recovered at its start
+    # (a clean shutdown flushes the whole log; a hard crash kept what it keeps). Appends are
+    # not flushed (log.flush.interval.* are off by default), so a hard crash may lose them
+    # but never this prefix.
+    flushed: int = 0
 
     @property
     def leo(self) -> int:

@@ -84,6 +84,7 @@ def relabel_broker(br: Broker, perm: tuple) -> Broker:
         pending=_mask(br.pending, perm),
         views=_per_broker(br.views, perm),
         vbepochs=_per_broker(br.vbepochs, perm),
+        request=None if br.request is None else _per_broker(br.request, perm),
         alter=alter,
         ineligible=_mask(br.ineligible, perm),
     )

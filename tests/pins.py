@@ -38,6 +38,7 @@ DEFAULT_CHECK: dict[str, Any] = dict(
         "AutoLeaderRebalance": 0,
         "BrokerCrash": 289882,
         "BrokerHeartbeat": 0,
+        "BrokerRegistration": 0,  # new in issue 41: only under --rule incarnations=kraft_steps
         "BrokerRestart": 120623,
         "BrokerSessionTimeout": 41199,
         "CancelPartitionReassignment": 0,
