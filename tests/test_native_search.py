@@ -21,7 +21,7 @@ from kafkamc.checker.workers import explore_workers
 from kafkamc.cli.main import cli, main
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
-from kafkamc.spec.protocol import preset
+from kafkamc.spec.protocol import Protocol, preset
 from test_findings import FINDING, FIX
 from test_protocols import ZOO, _with
 
@@ -39,6 +39,11 @@ SEARCHES = [
     dict(FINDING),
     dict(FINDING, protocol=FIX),
     dict(rf=2, minisr=1, max_records=1, protocol=preset("4.0.0")),
+    # Issue 41's restart steps: 228,951 states, as the reference engine gives.
+    dict(
+        rf=2, minisr=2, max_records=1, max_clean_shutdowns=1, protocol=Protocol().with_rules(incarnations="kraft_steps")
+    ),
+    dict(rf=2, minisr=1, max_records=1, protocol=Protocol().with_rules(incarnations="kraft_steps")),
 ] + [dict(row[1], protocol=_with(row[0])) for row in ZOO if not hasattr(row, "marks")]  # the zoo's fast rows
 
 
