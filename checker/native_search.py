@@ -194,7 +194,9 @@ class Attached:
         fast = model.fast
         self.kinds = {t: i for i, t in enumerate(model.action_types())}
         self.misses = Misses(model, quiet, self.kinds)
-        self.core = core_module.Core(self.misses, fast.n, len(self.kinds), _leader_only(quiet), keep)
+        # The core's outcomes bounded as the Python step caches are (checker/budget.py).
+        limit = fast.budget.limit
+        self.core = core_module.Core(self.misses, fast.n, len(self.kinds), _leader_only(quiet), keep, limit)
         self.components = components = fast.components
         pending = self.misses.pending
         for serial, obj in enumerate(components.by_serial):  # interned before the core existed

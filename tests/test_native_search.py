@@ -87,6 +87,15 @@ def test_the_core_stops_where_the_python_engine_stops_at_a_limit_and_a_target():
     _same(*_both(kw, stop_when_reached=frozenset({"ElrElection"})))
 
 
+def test_a_core_over_its_budget_empties_its_caches_and_finds_the_same():
+    """The core's outcomes are bounded by the step caches' budget: past it, between two states,
+    it empties its step and candidate caches and refills them from the Python ones."""
+    cfg = Config(rf=3, minisr=2, max_records=1)
+    python = explore(FastModel(cfg, cache_entries=1024), InvariantSuite(cfg), engine="python")
+    core = explore(FastModel(cfg, cache_entries=1024), InvariantSuite(cfg))
+    _same(python, core)
+
+
 def test_searches_the_core_does_not_serve_run_on_the_python_engine_and_say_why():
     cfg = Config(rf=2, minisr=1, max_records=1)
     dfs = explore(FastModel(cfg), InvariantSuite(cfg), "dfs")

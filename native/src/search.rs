@@ -67,6 +67,7 @@ pub struct Core {
     quiet_gen: u32,
     leader_only: bool,
     keep: bool,
+    limit: usize,
     #[pyo3(get)]
     fired: Vec<u64>,
     #[pyo3(get)]
@@ -79,6 +80,18 @@ pub struct Core {
 const ROOT: u32 = u32::MAX;
 
 impl Core {
+    /// Empty the caches that point into the outcomes arena, and the arena (begin() calls it
+    /// between two states, when no cursor holds an index into it).
+    fn forget(&mut self) {
+        for c in &mut self.steps {
+            *c = StepCache::default();
+        }
+        for c in &mut self.cand_caches {
+            c.clear();
+        }
+        self.arena.clear();
+    }
+
     fn g(&self) -> usize {
         self.n + 1
     }
@@ -302,9 +315,18 @@ impl Core {
     /// the quiet test reads only what the observation is keyed on.
     /// keep=False: a --workers part, which keeps neither parent pointers nor a queue (the
     /// worker keeps its level by path keys): a new state is only added to the visited set.
+    /// `limit`: outcomes the core may hold before it empties its step and candidate caches
+    /// (they refill from the Python caches, which --cache-mib bounds).
     #[new]
-    #[pyo3(signature = (model, n, kinds, leader_only, keep=true))]
-    fn new(model: Py<PyAny>, n: usize, kinds: usize, leader_only: bool, keep: bool) -> Self {
+    #[pyo3(signature = (model, n, kinds, leader_only, keep=true, limit=usize::MAX))]
+    fn new(
+        model: Py<PyAny>,
+        n: usize,
+        kinds: usize,
+        leader_only: bool,
+        keep: bool,
+        limit: usize,
+    ) -> Self {
         Core {
             n,
             attrs: Attributes::default(),
@@ -323,6 +345,7 @@ impl Core {
             quiet_gen: 1,
             leader_only,
             keep,
+            limit,
             fired: vec![0; kinds],
             max_depth: 0,
             misses: (0, 0, 0),
@@ -381,6 +404,9 @@ impl Core {
         depth: u32,
     ) -> PyResult<()> {
         self.sync(py)?;
+        if self.arena.outs.len() > self.limit {
+            self.forget(); // between two states: no cursor holds an index into the arena
+        }
         let (same, _) = self.observed(py, &comps)?;
         let mut touch: u32 = 1 | 1 << self.g();
         for b in 1..=self.n {
