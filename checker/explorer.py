@@ -18,7 +18,7 @@ from kafkamc.checker.fast import UNKNOWN, screened
 from kafkamc.checker.frontier import queue_for
 from kafkamc.checker.memory import peak_rss
 from kafkamc.checker.native_search import core_for, explore_native
-from kafkamc.checker.search import STRATEGIES, Limits, Result, Violation, replay_path, verdict_of
+from kafkamc.checker.search import STRATEGIES, Limits, Result, traces_of, verdict_of
 from kafkamc.checker.visited import FingerprintSet, Nodes
 
 
@@ -220,17 +220,7 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
     for t, n in fired.items():
         if n:
             coverage[t.__name__] += n
-    reached: dict = {}
-    for name, (node, index) in witnesses.items():
-        init_index, steps = nodes.path(node)
-        reached[name] = replay_path(model, init_index, steps + [index])
-    violation = None
-    if violation_at is not None:
-        name, kind, node, extra = violation_at
-        init_index, steps = nodes.path(node)
-        if extra is not None:
-            steps.append(extra)
-        violation = Violation(name, kind, replay_path(model, init_index, steps))
+    reached, violation = traces_of(model, nodes.path, witnesses, violation_at)
     verdict = verdict_of(violation, bool(stop_when_reached) and not targets, stop_reason)
     if recording is not None:
         recording.depth = max_depth

@@ -22,7 +22,7 @@ from kafkamc.checker.keys import index_bytes
 from kafkamc.checker.level import note_step
 from kafkamc.checker.memory import peak_rss
 from kafkamc.checker.outcomes import Mapped, StepCache
-from kafkamc.checker.search import Limits, Result, Violation, replay_path, verdict_of
+from kafkamc.checker.search import Limits, Result, traces_of, verdict_of
 from kafkamc.spec.state import State
 
 new_tuple = tuple.__new__
@@ -385,16 +385,7 @@ def _search(attached, model, checks, unreached, limits, progress, progress_every
     except KeyboardInterrupt:
         stop_reason = "interrupted"
     coverage: Counter = Counter({t.__name__: n for t, n in attached.fired().items() if n})
-    reached = {}
-    for name, (node, index) in witnesses.items():
-        init_index, steps = core.path(node)
-        reached[name] = replay_path(model, init_index, [*steps, index])
-    violation = None
-    if violation_at is not None:
-        name, kind, node, extra = violation_at
-        init_index, steps = core.path(node)
-        steps = list(steps) + ([] if extra is None else [extra])
-        violation = Violation(name, kind, replay_path(model, init_index, steps))
+    reached, violation = traces_of(model, core.path, witnesses, violation_at)
     verdict = verdict_of(violation, bool(stop_when_reached) and not targets, stop_reason)
     if progress is not None:
         progress(stats(final=True))

@@ -108,3 +108,19 @@ def progress_stats(distinct: int, generated: int, queue: int, depth: int, elapse
         "rate": distinct / elapsed if elapsed > 0 else 0.0,
         "final": final,
     }
+
+
+def traces_of(model, path, witnesses: dict, violation_at) -> tuple[dict, Violation | None]:
+    """The one-process searches' traces, replayed along parent pointers: each witness
+    (name -> (node, successor index)) and the violation ((invariant, kind, node, extra
+    successor index or None), or None). `path(node)` gives (initial index, successor indices)."""
+    reached = {}
+    for name, (node, index) in witnesses.items():
+        init_index, steps = path(node)
+        reached[name] = replay_path(model, init_index, [*steps, index])
+    violation = None
+    if violation_at is not None:
+        name, kind, node, extra = violation_at
+        init_index, steps = path(node)
+        violation = Violation(name, kind, replay_path(model, init_index, [*steps, *([] if extra is None else [extra])]))
+    return reached, violation
