@@ -31,7 +31,7 @@ from kafkamc.traces.trace import Trace, format_action
 # Kafka's own steps, in the order they are tried: metadata first, as a broker applies it at once.
 SETTLE = (
     lc.BrokerRegistration,
-    lc.BrokerHeartbeat,  # a new incarnation's unfence (no zombie is made here: no fence is commanded)
+    lc.BrokerHeartbeat,  # a new incarnation's unfence; a broker cut from the controller sends none (zombie_leader)
     md.MetadataUpdate,
     cs.ControlledShutdownComplete,
     fe.OffsetsForLeaderEpoch,
@@ -104,7 +104,8 @@ def zombie_leader() -> Trace:
 
     def cut(a: object) -> bool:  # broker 1 reaches no controller between the fence and the heal
         return (
-            isinstance(a, md.MetadataUpdate | ap.AlterPartition) and getattr(a, "broker", getattr(a, "leader", 0)) == 1
+            isinstance(a, md.MetadataUpdate | ap.AlterPartition | lc.BrokerHeartbeat)
+            and getattr(a, "broker", getattr(a, "leader", 0)) == 1
         )
 
     fenced = settled_trace(cfg, [pr.Produce(1, 1), lc.ControllerFenceBroker(1), pr.Produce(1, 2)], cut)

@@ -1,0 +1,206 @@
+//! The core's misses: what it looks up in its caches and, on a miss, asks Python for (the
+//! observations, a broker's candidates, an action's outcomes, a map's result).
+
+use super::{Cand, Core, Obs};
+use crate::tables::{Entry, KW, Key, Out, Outs, StepCache};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+impl Core {
+    /// The observe cache's key, as checker/fast.py observe_key: the controller, the ghost,
+    /// each broker that serves reads or that the controller names leader (or that a wide
+    /// observation reads), then the wide parts past the brokers; serial + 1, 0 for none.
+    /// A call to the Python side; then what it interned meanwhile is described to the loop
+    /// (its `pending` list: Python cannot call back into the core while the core calls it).
+    pub(super) fn call<'py, A: pyo3::call::PyCallArgs<'py>>(
+        &mut self,
+        py: Python<'py>,
+        name: &str,
+        args: A,
+    ) -> PyResult<Py<PyAny>> {
+        let got = self.model.call_method1(py, name, args)?;
+        self.sync(py)?;
+        Ok(got)
+    }
+
+    pub(super) fn sync(&mut self, py: Python<'_>) -> PyResult<()> {
+        let pending = self.model.getattr(py, "pending")?;
+        let rows: Vec<(u32, i32, bool, bool)> = pending.extract(py)?;
+        if !rows.is_empty() {
+            for (serial, leader, alive, stalled) in rows {
+                self.attrs.set(serial, leader, alive, stalled);
+            }
+            pending.call_method0(py, "clear")?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn observe_key(&self, comps: &[u32]) -> Key {
+        let mut k = [u32::MAX; KW];
+        let leader = self.attrs.leader[comps[0] as usize];
+        k[0] = comps[0];
+        k[1] = comps[self.g()];
+        for b in 1..=self.n {
+            let x = comps[b];
+            let keep =
+                b as i32 == leader || self.wide.contains(&(b as u8)) || self.attrs.serves(x, b);
+            k[b + 1] = if keep { x + 1 } else { 0 };
+        }
+        let mut at = self.n + 2;
+        for &p in &self.wide {
+            if p as usize > self.n {
+                k[at] = comps[p as usize];
+                at += 1;
+            }
+        }
+        k
+    }
+
+    pub(super) fn observed(&mut self, py: Python<'_>, comps: &[u32]) -> PyResult<(Key, Obs)> {
+        let key = self.observe_key(comps);
+        if let Some(o) = self.observe.get(&key) {
+            return Ok((key, *o));
+        }
+        self.misses.2 += 1;
+        let got = self.call(py, "observe", (PyTuple::new(py, comps)?,))?;
+        let (ghost, delta, wide): (u32, u64, Option<Vec<u8>>) = got.extract(py)?;
+        let mut key = key;
+        if let Some(mut w) = wide {
+            w.sort_unstable();
+            if w != self.wide {
+                self.wide = w;
+                self.observe.clear();
+                key = self.observe_key(comps);
+            }
+        }
+        let o = Obs {
+            ghost,
+            delta,
+            quiet: false,
+            quiet_gen: 0,
+        };
+        self.observe.insert(key, o);
+        Ok((key, o))
+    }
+
+    pub(super) fn candidates(
+        &mut self,
+        py: Python<'_>,
+        b: usize,
+        comps: &[u32],
+    ) -> PyResult<Vec<Cand>> {
+        let key = [comps[b], comps[0], comps[self.n + 2]];
+        if let Some(c) = self.cand_caches[b].get(&key) {
+            return Ok(c.clone());
+        }
+        self.misses.0 += 1;
+        let got = self.call(py, "candidates", (b, PyTuple::new(py, comps)?))?;
+        let rows: Vec<(u32, u32, u32, Option<Vec<(Vec<(u8, u32)>, u64, u32)>>)> =
+            got.extract(py)?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (action, kind, cache, fixed) in rows {
+            let fixed = fixed.map(|f| self.arena.add(to_outs(f)));
+            out.push(Cand {
+                action,
+                kind,
+                cache,
+                fixed,
+            });
+            while self.steps.len() <= cache as usize {
+                self.steps.push(StepCache::default());
+            }
+        }
+        self.cand_caches[b].insert(key, out.clone());
+        Ok(out)
+    }
+
+    /// An action's outcomes on the current state, from its step cache or, on a miss, from
+    /// Python, which says on which positions to keep them.
+    pub(super) fn outcomes(
+        &mut self,
+        py: Python<'_>,
+        cand: &Cand,
+        comps: &[u32],
+        parts: &[u32],
+    ) -> PyResult<Vec<Out>> {
+        if let Some(f) = cand.fixed {
+            return Ok(self.arena.get(f).to_vec());
+        }
+        let entry = self.steps[cand.cache as usize].get(parts).cloned();
+        let entry = match entry {
+            Some(e) => e,
+            None => {
+                self.misses.1 += 1;
+                let got = self.call(py, "outcome", (cand.action, PyTuple::new(py, comps)?))?;
+                #[allow(clippy::type_complexity)]
+                let (top, extra, outs, maps): (
+                    Vec<u8>,
+                    Option<Vec<u8>>,
+                    Vec<(Vec<(u8, u32)>, u64, u32)>,
+                    Option<Vec<(u32, u32)>>,
+                ) = got.extract(py)?;
+                let o = self.arena.add(to_outs(outs));
+                let e = match maps {
+                    None => Entry::Leaf(o),
+                    Some(m) => Entry::Mapped(o, self.arena.add_maps(m)),
+                };
+                self.steps[cand.cache as usize].put(parts, top, extra, e.clone());
+                e
+            }
+        };
+        match entry {
+            Entry::Leaf(o) => Ok(self.arena.get(o).to_vec()),
+            Entry::Mapped(o, m) => self.apply(py, o, m, comps),
+            Entry::Sub(_) => unreachable!("StepCache::get looks into sub-caches"),
+        }
+    }
+
+    /// A mapped outcome on this state (checker/outcomes.py Outcomes.apply): each position its
+    /// map covers gets the map's result for the component there, memoised per serial.
+    pub(super) fn apply(
+        &mut self,
+        py: Python<'_>,
+        o: Outs,
+        m: u32,
+        comps: &[u32],
+    ) -> PyResult<Vec<Out>> {
+        let mut out = Vec::with_capacity(o.1 as usize);
+        for i in 0..o.1 {
+            let mut x = self.arena.outs[(o.0 + i) as usize].clone();
+            let (fun, positions) = self.arena.maps[(m + i) as usize];
+            for j in 1..=self.n {
+                if positions & (1 << j) == 0 {
+                    continue;
+                }
+                let from = comps[j];
+                let key = (fun, j as u8, from);
+                let (to, delta) = match self.memo.get(&key) {
+                    Some(v) => *v,
+                    None => {
+                        let v: (u32, u64) = self.call(py, "mapped", (fun, j, from))?.extract(py)?;
+                        self.memo.insert(key, v);
+                        v
+                    }
+                };
+                if to != from {
+                    x.changes.push((j as u8, to));
+                    x.delta ^= delta;
+                    x.mask |= 1 << j;
+                }
+            }
+            x.changes.sort_unstable_by_key(|c| c.0);
+            out.push(x);
+        }
+        Ok(out)
+    }
+}
+
+fn to_outs(rows: Vec<(Vec<(u8, u32)>, u64, u32)>) -> Vec<Out> {
+    rows.into_iter()
+        .map(|(changes, delta, mask)| Out {
+            changes,
+            delta,
+            mask,
+        })
+        .collect()
+}
