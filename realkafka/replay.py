@@ -193,11 +193,6 @@ class Replay:
     def look(self) -> View:
         return observe(self.c, TOPIC, self.t.config.brokers, client.controller_history(self.c, TOPIC))
 
-    def await_ack(self, ack, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout  # serve the delivery reports until ack is answered
-        while ack.answered is None and time.monotonic() < deadline:
-            [p.serve(0.1) for p in self.producers]
-
     def until(self, first: int, last: int, timeout: float) -> View | None:
         """Read the real state until it equals the model's at step `last`; each step of the
         segment gets the first real view equal to its model view. None on timeout."""
@@ -257,8 +252,10 @@ class Replay:
         real = self.until(first, last, self.timeout(first, last))
         if isinstance(action, pr.Produce):
             ack = self.r.acks[-1]
-            if real is not None and steps[last][1].ghost.acked & (1 << (action.record - 1)):
-                self.await_ack(ack)  # the state can match a moment before the answer is served
+            acked = real is not None and steps[last][1].ghost.acked >> (action.record - 1) & 1  # by the model
+            wait = time.monotonic() + 10 * acked  # the state may match a moment before the answer is served
+            while ack.answered is None and time.monotonic() < wait:
+                any(p.serve(0.1) for p in self.producers)  # type: ignore[func-returns-value]
             said = "pending" if ack.answered is None else ack.error or f"acknowledged at offset {ack.offset}"
             self.r.lines[first].note = self.r.lines[first].note.replace(")", f"): {said}", 1)
         for line in self.r.lines[first : last + 1]:
