@@ -41,7 +41,7 @@ VIOLATED = ["--rf", "3", "--minisr", "2", "--protocol", "2.7.0"]  # HighWatermar
 LONG_VIOLATED = ["--rf", "3", "--minisr", "2", "--rule", "isr_join=hw"]
 
 # What depends on the engine, not on the search.
-ENGINE_FIELDS = {"elapsed_s", "states_per_s", "engine", "workers", "partitions", "spark_master"}
+ENGINE_FIELDS = {"elapsed_s", "states_per_s", "engine", "core", "workers", "partitions", "spark_master"}
 ENGINE_FIELDS |= {"visited_bytes_per_state", "peak_rss_mib", "peak_bytes_per_state"}
 
 
