@@ -18,7 +18,7 @@ from kafkamc.checker.fast import UNKNOWN, screened
 from kafkamc.checker.frontier import queue_for
 from kafkamc.checker.memory import peak_rss
 from kafkamc.checker.native_search import core_for, explore_native
-from kafkamc.checker.search import STRATEGIES, Limits, Result, traces_of, verdict_of
+from kafkamc.checker.search import STRATEGIES, Limits, Result, Ticker, traces_of, verdict_of
 from kafkamc.checker.visited import FingerprintSet, Nodes
 
 
@@ -113,8 +113,6 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
         return fn
 
     check_step = checks.check_step if checks else (lambda p, s: None)
-    next_report = start + progress_every
-    ticks = 0
     unreached = list(checks.reach_functions()) if checks is not None and hasattr(checks, "reach_functions") else []
     witnesses: dict = {}  # name -> (node, successor index)
 
@@ -141,6 +139,8 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
             "rate": len(visited) / el if el > 0 else 0.0,
             "final": final,
         }
+
+    ticker = Ticker(limits, start, progress, stats, progress_every)
 
     graph = edge = None
     if recording is not None:
@@ -202,17 +202,9 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
                     violation_at = (bad, "state", child, None)
                     break
                 put(nxt, child, depth + 1, fresh.known)
-            ticks += 1
-            if ticks & 0x3F == 0:
-                now = time.monotonic()
-                if progress is not None and now >= next_report:
-                    progress(stats())
-                    next_report = now + progress_every
-                if limits.time_limit is not None and now - start >= limits.time_limit:
-                    stop_reason = f"time limit {limits.time_limit:g}s"
-                    break
-            if limits.max_states is not None and len(visited) >= limits.max_states:
-                stop_reason = f"max states {limits.max_states}"
+            stop = ticker.stop(len(visited))
+            if stop is not None:
+                stop_reason = stop
                 break
     except KeyboardInterrupt:
         stop_reason = "interrupted"

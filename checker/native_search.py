@@ -22,7 +22,7 @@ from kafkamc.checker.keys import index_bytes
 from kafkamc.checker.level import note_step
 from kafkamc.checker.memory import peak_rss
 from kafkamc.checker.outcomes import Mapped, StepCache
-from kafkamc.checker.search import Limits, Result, traces_of, verdict_of
+from kafkamc.checker.search import Limits, Result, Ticker, traces_of, verdict_of
 from kafkamc.spec.state import State
 
 new_tuple = tuple.__new__
@@ -325,8 +325,7 @@ def _search(attached, model, checks, unreached, limits, progress, progress_every
             "final": final,
         }
 
-    next_report = start + progress_every
-    ticks = 0
+    ticker = Ticker(limits, start, progress, stats, progress_every)
     take, step = core.take, core.next
     try:
         while violation_at is None and not (stop_when_reached and not targets):
@@ -370,17 +369,9 @@ def _search(attached, model, checks, unreached, limits, progress, progress_every
                         raise AssertionError("the state test of changed components failed where the whole check passes")
                     violation_at = (bad, "state", child_node, None)
                     break
-            ticks += 1
-            if ticks & 0x3F == 0:
-                now = time.monotonic()
-                if progress is not None and now >= next_report:
-                    progress(stats())
-                    next_report = now + progress_every
-                if limits.time_limit is not None and now - start >= limits.time_limit:
-                    stop_reason = f"time limit {limits.time_limit:g}s"
-                    break
-            if limits.max_states is not None and len(core) >= limits.max_states:
-                stop_reason = f"max states {limits.max_states}"
+            stop = ticker.stop(len(core))
+            if stop is not None:
+                stop_reason = stop
                 break
     except KeyboardInterrupt:
         stop_reason = "interrupted"

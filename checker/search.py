@@ -8,6 +8,7 @@ built here.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -124,3 +125,28 @@ def traces_of(model, path, witnesses: dict, violation_at) -> tuple[dict, Violati
         init_index, steps = path(node)
         violation = Violation(name, kind, replay_path(model, init_index, [*steps, *([] if extra is None else [extra])]))
     return reached, violation
+
+
+class Ticker:
+    """What the one-process searches do after each state they expand: every 64 states, report
+    progress and read the clock against the time limit; every state, the state limit."""
+
+    def __init__(self, limits: Limits, start: float, progress, stats, every: float):
+        self.limits, self.start, self.progress, self.stats, self.every = limits, start, progress, stats, every
+        self.next_report = start + every
+        self.ticks = 0
+
+    def stop(self, distinct: int) -> str | None:
+        """Why the search must stop after this state, or None."""
+        self.ticks += 1
+        limits = self.limits
+        if self.ticks & 0x3F == 0:
+            now = time.monotonic()
+            if self.progress is not None and now >= self.next_report:
+                self.progress(self.stats())
+                self.next_report = now + self.every
+            if limits.time_limit is not None and now - self.start >= limits.time_limit:
+                return f"time limit {limits.time_limit:g}s"
+        if limits.max_states is not None and distinct >= limits.max_states:
+            return f"max states {limits.max_states}"
+        return None
