@@ -119,8 +119,12 @@ def cache_stats(fast) -> dict:
         count(name, sc.lookups + sc.looked, sc.runs)
         for half, hc in zip((".handle", ".receive"), sc.halves or ()):
             count(name + half, hc.lookups + hc.looked, hc.runs)
-    count("candidates", fast.states * fast.n, sum(fast.candidate_runs))
-    count("observe", fast.states + fast.observe_lookups, fast.observe_misses)
+    if fast.core_counts:  # the core's own caches; Python's rows above are the core's misses
+        for name, (n, m) in fast.core_counts.items():
+            count(f"core.{name}", n, m)
+    else:
+        count("candidates", fast.states * fast.n, sum(fast.candidate_runs))
+        count("observe", fast.states + fast.observe_lookups, fast.observe_misses)
     return {
         name: {"lookups": n, "misses": m, "hit_rate": round(1 - m / n, 4) if n else None}
         for name, (n, m) in sorted(out.items())

@@ -3,7 +3,9 @@ checker/explorer.py, with the visited set, the queue, the parent pointers and th
 cache hits in Rust, on serial numbers.
 
 Python is called on a miss (`Misses`: the spec's step functions, through the same caches the
-Python engine fills) and once per new state, for its invariants. The core must yield exactly
+Python engine fills), and for the invariants of a new state unless the core knows its verdict:
+it remembers, per group of invariant parts reading the same components, the components on
+which the group held (native/src/verdicts.rs). The core must yield exactly
 the transitions FastSuccessors.transitions yields, in the same order, so that every count,
 depth and shortest path is the Python engine's; tests/test_native_search.py checks it.
 
@@ -190,13 +192,14 @@ class Attached:
     """A core attached to a FastModel: its Misses, and the intern table telling it what its
     loop reads of each new component, until close()."""
 
-    def __init__(self, core_module, model, quiet, keep: bool = True):
+    def __init__(self, core_module, model, quiet, groups, keep: bool = True):
         fast = model.fast
         self.kinds = {t: i for i, t in enumerate(model.action_types())}
         self.misses = Misses(model, quiet, self.kinds)
         # The core's outcomes bounded as the Python step caches are (checker/budget.py).
         limit = fast.budget.limit
-        self.core = core_module.Core(self.misses, fast.n, len(self.kinds), _leader_only(quiet), keep, limit)
+        # groups: the suite's state_groups; the core remembers each group's verdicts.
+        self.core = core_module.Core(self.misses, fast.n, len(self.kinds), _leader_only(quiet), groups, keep, limit)
         self.components = components = fast.components
         pending = self.misses.pending
         for serial, obj in enumerate(components.by_serial):  # interned before the core existed
@@ -217,6 +220,12 @@ class Attached:
 
     def close(self) -> None:
         self.components.listeners.remove(self.listener)
+        core, counts = self.core, self.misses.fast.core_counts
+        looked, missed = core.lookups, core.misses
+        asked = core.verdict_stats()
+        for name, n, m in zip(("candidates", "steps", "observe", "verdicts"), (*looked, asked[0]), (*missed, asked[1])):
+            had = counts.get(name, (0, 0))
+            counts[name] = (had[0] + n, had[1] + m)
 
 
 def _leader_only(quiet) -> bool:
@@ -226,7 +235,7 @@ def _leader_only(quiet) -> bool:
 def _explore(core_module, model, checks, limits, progress, progress_every, stop_when_reached) -> Result:
     start = time.monotonic()
     unreached = list(checks.reach_functions())
-    attached = Attached(core_module, model, checks.quiet_step([name for name, _ in unreached]))
+    attached = Attached(core_module, model, checks.quiet_step([name for name, _ in unreached]), checks.state_groups)
     try:
         return _search(attached, model, checks, unreached, limits, progress, progress_every, stop_when_reached, start)
     finally:
@@ -270,7 +279,8 @@ def expand_native(attached: Attached, frontier, checks, unreached, found, quiet,
             serials = known[:size]
             begin(serials, known[-1], 0, 0)
             misses.parent, misses.parent_comps = state, serials
-            while (event := step()) is not None:
+            ok = True  # the last new state's test passed: the core remembers its groups' verdicts
+            while (event := step(ok)) is not None:
                 new, index, fp, changed, child, _ = event
                 k = key + index_bytes(index)
                 nxt = misses.state(child)
@@ -282,7 +292,8 @@ def expand_native(attached: Attached, frontier, checks, unreached, found, quiet,
                 test = tests.get(changed)
                 if test is None:
                     test = tests[changed] = state_test(changed)
-                yield fp, k, nxt, None if test(nxt) else check_state(nxt), [*child, fp]
+                ok = test(nxt)
+                yield fp, k, nxt, None if ok else check_state(nxt), [*child, fp]
     finally:
         after = attached.fired()
         found.generated += sum(after.values()) - sum(before.values())

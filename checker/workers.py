@@ -80,7 +80,8 @@ class _Worker:
         self.inboxes = inboxes
         # With the native core (its module, or None), it expands this worker's part and holds
         # its visited set (checker/native_search.py expand_native).
-        self.attached = None if core is None else Attached(core, model, None, keep=False)
+        groups = getattr(suite, "state_groups", None)
+        self.attached = None if core is None else Attached(core, model, None, groups, keep=False)
         self.visited = FingerprintSet() if self.attached is None else CoreVisited(self.attached.core)
         # The newest level this worker owns, compact (checker/frontier.py): each state's path
         # key, and where its record (fingerprint, serial numbers) starts in `records`.

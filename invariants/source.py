@@ -26,6 +26,13 @@ def define(name: str, src: str):
     return fn
 
 
+def groups_of(part_reads) -> tuple:
+    """The state invariants' groups of parts: one bitmask per distinct set of components read
+    (state_test's bits). A group's truth value depends on those components alone, which is
+    what lets the native core remember it per group (native/src/verdicts.rs)."""
+    return tuple(sorted(set(part_reads)))
+
+
 def needed(prelude: list[str], code: str) -> list[str]:
     """The prelude lines that code reads, and the ones those read: the hot path pays for
     every line."""
@@ -105,6 +112,10 @@ class ShippedChecks:
         if self.state_test(-1)(state):
             return None
         return next(name for name, src in self.state_invs if not self._fn(src)(state))
+
+    @property
+    def state_groups(self) -> tuple:
+        return groups_of(self.part_reads)
 
     def state_test(self, changed: int):
         """As InvariantSuite.state_test: only the parts reading a changed component."""

@@ -10,7 +10,7 @@ from kafkamc.invariants.catalog import DEFAULT, INVARIANTS, Invariant, by_name
 from kafkamc.invariants.compile import Conjunction, compile_function, compile_guarded
 from kafkamc.invariants.properties import PropertyFile
 from kafkamc.invariants.reach import catalog as reach_catalog
-from kafkamc.invariants.source import ShippedChecks
+from kafkamc.invariants.source import ShippedChecks, groups_of
 from kafkamc.invariants.view import View, z3_value
 from kafkamc.spec.config import Config
 
@@ -102,6 +102,11 @@ class InvariantSuite:
         if self._all_states(state):
             return None
         return next(c.inv.name for c in self.state_invs if not c.fn(state))
+
+    @property
+    def state_groups(self) -> tuple:
+        """The groups of state invariant parts, by the components they read (groups_of)."""
+        return groups_of(self._part_reads)
 
     def state_test(self, changed: int):
         """fn(state), true when every state invariant holds, for a state whose parent passed

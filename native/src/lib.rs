@@ -4,6 +4,7 @@
 //! `python` feature (on in pyproject.toml's build) adds thin PyO3 wrappers and the module.
 
 pub mod tables;
+pub mod verdicts;
 pub mod visited;
 
 #[cfg(feature = "python")]

@@ -4,17 +4,18 @@
 //! port of checker/fast.py FastSuccessors.transitions for the screened breadth-first search,
 //! and must give the same transitions in the same order.
 
-use crate::tables::{Arena, Attributes, Key, Map, Out, Outs, StepCache};
+use crate::tables::{Arena, Attributes, KW, Key, Map, Outs, StepCache};
+use crate::verdicts::Verdicts;
 use crate::visited::FpSet;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyList, PyTuple};
 use std::collections::VecDeque;
 
 mod misses;
 
 /// One candidate of a broker: its action (Python's table), action type, step cache and the
 /// outcomes its candidates' key fixes, if any.
-#[derive(Clone)]
+#[derive(Clone, Copy)]
 struct Cand {
     action: u32,
     kind: u32,
@@ -34,7 +35,7 @@ struct Obs {
 
 /// Where the expansion of the current state stands.
 struct Cursor {
-    comps: Vec<u32>,
+    comps: Key,
     parts: Vec<u32>,
     base: u64,
     node: u64,
@@ -42,10 +43,10 @@ struct Cursor {
     same: Key,
     touch: u32,
     b: usize,
-    cands: Vec<Cand>,
-    ci: usize,
-    outs: Vec<Out>,
-    oi: usize,
+    cands: (u32, u32),
+    ci: u32,
+    outs: Outs,
+    oi: u32,
     kind: u32,
     index: i64,
 }
@@ -56,7 +57,8 @@ pub struct Core {
     attrs: Attributes,
     arena: Arena,
     steps: Vec<StepCache>,
-    cand_caches: Vec<Map<[u32; 3], Vec<Cand>>>,
+    cands: Vec<Cand>,
+    cand_caches: Vec<Map<[u32; 3], (u32, u32)>>,
     observe: Map<Key, Obs>,
     wide: Vec<u8>,
     memo: Map<(u32, u8, u32), (u32, u64)>,
@@ -74,12 +76,27 @@ pub struct Core {
     fired: Vec<u64>,
     #[pyo3(get)]
     max_depth: u32,
+    /// Lookups and misses of its candidate, step and observation caches.
+    #[pyo3(get)]
+    lookups: (u64, u64, u64),
     #[pyo3(get)]
     misses: (u64, u64, u64),
+    /// The state invariants' verdicts per group of parts (None: every new state is tested),
+    /// and the last new state handed to Python for its test: (changed mask, components).
+    verdicts: Option<Verdicts>,
+    tested: Option<(u32, Key)>,
     model: Py<PyAny>,
+    /// The model's list of components interned since the core last read it.
+    pending: Py<PyList>,
 }
 
 const ROOT: u32 = u32::MAX;
+
+fn key_from(comps: &[u32]) -> Key {
+    let mut k = [u32::MAX; KW];
+    k[..comps.len()].copy_from_slice(comps);
+    k
+}
 
 impl Core {
     /// Empty the caches that point into the outcomes arena, and the arena (begin() calls it
@@ -91,6 +108,7 @@ impl Core {
         for c in &mut self.cand_caches {
             c.clear();
         }
+        self.cands.clear();
         self.arena.clear();
     }
 
@@ -133,21 +151,32 @@ impl Core {
     /// worker keeps its level by path keys): a new state is only added to the visited set.
     /// `limit`: outcomes the core may hold before it empties its step and candidate caches
     /// (they refill from the Python caches, which --cache-mib bounds).
+    /// `groups`: the state invariants' groups of parts, as bitmasks of the components each
+    /// reads (invariants/suite.py state_groups), or None to have every new state tested.
     #[new]
-    #[pyo3(signature = (model, n, kinds, leader_only, keep=true, limit=usize::MAX))]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (model, n, kinds, leader_only, groups, keep=true, limit=usize::MAX))]
     fn new(
+        py: Python<'_>,
         model: Py<PyAny>,
         n: usize,
         kinds: usize,
         leader_only: bool,
+        groups: Option<Vec<u32>>,
         keep: bool,
         limit: usize,
-    ) -> Self {
-        Core {
+    ) -> PyResult<Self> {
+        let pending = model
+            .getattr(py, "pending")?
+            .cast_bound::<PyList>(py)?
+            .clone()
+            .unbind();
+        Ok(Core {
             n,
             attrs: Attributes::default(),
             arena: Arena::default(),
             steps: Vec::new(),
+            cands: Vec::new(),
             cand_caches: (0..=n).map(|_| Map::default()).collect(),
             observe: Map::default(),
             wide: Vec::new(),
@@ -164,9 +193,13 @@ impl Core {
             limit,
             fired: vec![0; kinds],
             max_depth: 0,
+            lookups: (0, 0, 0),
             misses: (0, 0, 0),
+            verdicts: groups.map(|g| Verdicts::new(&g, limit)),
+            tested: None,
             model,
-        }
+            pending,
+        })
     }
 
     /// The quiet test changed (a property was reached): cached verdicts are of the old one.
@@ -191,6 +224,7 @@ impl Core {
         }
         let node = self.add_node(if parent < 0 { ROOT } else { parent as u32 }, index);
         self.push(node, depth, fp, &comps);
+        self.tested = Some((u32::MAX, key_from(&comps))); // Python tests it whole
         Ok(Some(node))
     }
 
@@ -201,6 +235,7 @@ impl Core {
             return Ok(None);
         }
         self.sync(py)?;
+        self.tested = None;
         let rec: Vec<u32> = self.queue.drain(..self.width).collect();
         let (node, depth) = (rec[0], rec[1]);
         let base = rec[2] as u64 | (rec[3] as u64) << 32;
@@ -220,6 +255,7 @@ impl Core {
         depth: u32,
     ) -> PyResult<()> {
         self.sync(py)?;
+        self.tested = None;
         if self.arena.outs.len() > self.limit {
             self.forget(); // between two states: no cursor holds an index into the arena
         }
@@ -235,7 +271,7 @@ impl Core {
         }
         let parts = self.parts_of(&comps);
         self.cursor = Some(Cursor {
-            comps,
+            comps: key_from(&comps),
             parts,
             base,
             node,
@@ -243,9 +279,9 @@ impl Core {
             same,
             touch,
             b: 0,
-            cands: Vec::new(),
+            cands: (0, 0),
             ci: 0,
-            outs: Vec::new(),
+            outs: Outs(0, 0),
             oi: 0,
             kind: 0,
             index: -1,
@@ -266,9 +302,23 @@ impl Core {
     /// (new, index, fingerprint, changed mask, successor's serials, node or -1):
     /// a new state (new=True: already visited, numbered and queued), or a step the quiet test
     /// does not pass (new=False: nothing done; the search checks it, then calls add()).
-    /// None when the state has no more.
+    /// None when the state has no more. A new state whose change touches only groups of
+    /// invariant parts known true on its components is not given to Python at all (with
+    /// keep=False it is, with changed 0: nothing to test). `ok`: whether the last new state
+    /// given passed its state test (its groups are then known true).
     #[allow(clippy::type_complexity)]
-    fn next(&mut self, py: Python<'_>) -> PyResult<Option<(bool, i64, u64, u32, Vec<u32>, i64)>> {
+    #[pyo3(signature = (ok=true))]
+    fn next(
+        &mut self,
+        py: Python<'_>,
+        ok: bool,
+    ) -> PyResult<Option<(bool, i64, u64, u32, Vec<u32>, i64)>> {
+        if let Some((changed, comps)) = self.tested.take()
+            && ok
+            && let Some(v) = self.verdicts.as_mut()
+        {
+            v.mark(changed, &comps);
+        }
         let mut cur = match self.cursor.take() {
             Some(c) => c,
             None => return Ok(None),
@@ -304,6 +354,13 @@ impl Core {
         self.visited.nbytes() + self.parents.len() * 6
     }
 
+    /// The state invariants' verdicts: (lookups, misses, projections held).
+    fn verdict_stats(&self) -> (u64, u64, usize) {
+        self.verdicts
+            .as_ref()
+            .map_or((0, 0, 0), |v| (v.asked.0, v.asked.1, v.entries()))
+    }
+
     /// Entries in the step caches, the candidates' and the observations'.
     fn entries(&self) -> (usize, usize, usize) {
         let steps = self.steps.iter().map(|s| s.entries()).sum();
@@ -320,42 +377,49 @@ impl Core {
         cur: &mut Cursor,
     ) -> PyResult<Option<(bool, i64, u64, u32, Vec<u32>, i64)>> {
         let g = self.g();
+        let w = self.n + 3; // components: the controller, the brokers, the ghost, the budget
         let kept: u32 = 1 | 1 << g;
         loop {
-            if cur.oi >= cur.outs.len() {
+            if cur.oi >= cur.outs.1 {
                 // The next candidate, of this broker or the next.
-                while cur.ci >= cur.cands.len() {
+                while cur.ci >= cur.cands.1 {
                     cur.b += 1;
                     if cur.b > self.n {
                         return Ok(None);
                     }
-                    cur.cands = self.candidates(py, cur.b, &cur.comps)?;
+                    cur.cands = self.candidates(py, cur.b, &cur.comps[..w])?;
                     cur.ci = 0;
                 }
-                let cand = cur.cands[cur.ci].clone();
+                let cand = self.cands[(cur.cands.0 + cur.ci) as usize];
                 cur.ci += 1;
-                cur.outs = self.outcomes(py, &cand, &cur.comps, &cur.parts)?;
+                cur.outs = self.outcomes(py, &cand, &cur.comps[..w], &cur.parts)?;
                 cur.oi = 0;
                 cur.kind = cand.kind;
                 continue;
             }
-            let o = &cur.outs[cur.oi];
+            let o = self.arena.outs[(cur.outs.0 + cur.oi) as usize];
             cur.oi += 1;
             cur.index += 1;
-            let mut observed = o.mask & cur.touch != 0;
-            if !observed {
-                observed = o
-                    .changes
+            let changes = self.arena.changes(&o);
+            let observed = o.mask & cur.touch != 0
+                || changes
                     .iter()
                     .any(|&(i, x)| (i as usize) < g && i > 0 && self.attrs.serves(x, i as usize));
-            }
-            let mut new = cur.comps.clone();
-            for &(i, x) in &o.changes {
+            let mut new = cur.comps;
+            for &(i, x) in changes {
                 new[i as usize] = x;
             }
-            let (okey, seen) = match self.observe.get(&cur.same) {
-                Some(o) if !observed => (cur.same, *o),
-                _ => self.observed(py, if observed { &new } else { &cur.comps })?, // a widened key is computed anew
+            let hit = if observed {
+                None
+            } else {
+                self.observe.get(&cur.same).copied()
+            };
+            let (okey, seen) = match hit {
+                Some(o) => {
+                    self.lookups.2 += 1;
+                    (cur.same, o)
+                }
+                None => self.observed(py, if observed { &new[..w] } else { &cur.comps[..w] })?, // a widened key is computed anew
             };
             let fp = cur.base ^ o.delta ^ seen.delta;
             self.fired[cur.kind as usize] += 1;
@@ -373,25 +437,43 @@ impl Core {
                 }
             } else {
                 let q: bool = self
-                    .call(py, "quiet", (PyTuple::new(py, &new)?,))?
+                    .call(py, "quiet", (PyTuple::new(py, &new[..w])?,))?
                     .extract(py)?;
                 if keeps && let Some(entry) = self.observe.get_mut(&okey) {
                     entry.quiet = q;
                     entry.quiet_gen = self.quiet_gen;
                 }
                 if !q {
-                    return Ok(Some((false, cur.index, fp, changed, new, -1)));
+                    return Ok(Some((false, cur.index, fp, changed, new[..w].to_vec(), -1)));
                 }
                 if !self.visited.add(fp) {
                     continue;
                 }
             }
+            let good = self
+                .verdicts
+                .as_mut()
+                .is_some_and(|v| v.good(changed, &new));
+            if !good {
+                self.tested = Some((changed, new));
+            }
             if !self.keep {
-                return Ok(Some((true, cur.index, fp, changed, new, -1)));
+                let test = if good { 0 } else { changed };
+                return Ok(Some((true, cur.index, fp, test, new[..w].to_vec(), -1)));
             }
             let node = self.add_node(cur.node as u32, cur.index);
-            self.push(node, cur.depth + 1, fp, &new);
-            return Ok(Some((true, cur.index, fp, changed, new, node as i64)));
+            self.push(node, cur.depth + 1, fp, &new[..w]);
+            if good {
+                continue;
+            }
+            return Ok(Some((
+                true,
+                cur.index,
+                fp,
+                changed,
+                new[..w].to_vec(),
+                node as i64,
+            )));
         }
     }
 }

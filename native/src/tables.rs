@@ -52,14 +52,19 @@ pub fn key_of(parts: &[u32], positions: &[u8]) -> Key {
     k
 }
 
-/// One successor's outcome: the components it replaces (position, serial), the XOR they make
-/// to the fingerprint, the bitmask of the positions.
-#[derive(Clone, Debug, PartialEq)]
+/// One successor's outcome: the components it replaces (`len` (position, serial) pairs from
+/// `start` in the arena's changes), the XOR they make to the fingerprint, the bitmask of the
+/// positions. Plain data: the loop copies it, never allocates for it.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Out {
-    pub changes: Vec<(u8, u32)>,
+    pub start: u32,
+    pub len: u32,
     pub delta: u64,
     pub mask: u32,
 }
+
+/// An outcome as Python gives it: (changes, XOR, mask).
+pub type Row = (Vec<(u8, u32)>, u64, u32);
 
 /// A list of outcomes in the arena: (start, length).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -150,19 +155,39 @@ impl StepCache {
     }
 }
 
-/// The outcomes arena: every outcome the core was given, in lists.
+/// The outcomes arena: every outcome the core was given (or made, applying a map), in lists,
+/// and their changes.
 #[derive(Default)]
 pub struct Arena {
     pub outs: Vec<Out>,
+    pub changes: Vec<(u8, u32)>,
     pub maps: Vec<(u32, u32)>,
 }
 
 impl Arena {
-    pub fn add(&mut self, outs: Vec<Out>) -> Outs {
+    pub fn add(&mut self, rows: Vec<Row>) -> Outs {
         let start = self.outs.len() as u32;
-        let len = outs.len() as u32;
-        self.outs.extend(outs);
+        let len = rows.len() as u32;
+        for (changes, delta, mask) in rows {
+            self.push(&changes, delta, mask);
+        }
         Outs(start, len)
+    }
+
+    /// One outcome more, at the end.
+    pub fn push(&mut self, changes: &[(u8, u32)], delta: u64, mask: u32) {
+        let start = self.changes.len() as u32;
+        self.changes.extend_from_slice(changes);
+        self.outs.push(Out {
+            start,
+            len: changes.len() as u32,
+            delta,
+            mask,
+        });
+    }
+
+    pub fn changes(&self, o: &Out) -> &[(u8, u32)] {
+        &self.changes[o.start as usize..(o.start + o.len) as usize]
     }
 
     pub fn add_maps(&mut self, maps: Vec<(u32, u32)>) -> u32 {
@@ -178,6 +203,7 @@ impl Arena {
     /// Drop every list: the caches that point into it must be emptied with it.
     pub fn clear(&mut self) {
         self.outs.clear();
+        self.changes.clear();
         self.maps.clear();
     }
 }
@@ -216,12 +242,8 @@ impl Attributes {
 mod tests {
     use super::*;
 
-    fn out(d: u64) -> Out {
-        Out {
-            changes: vec![(1, d as u32)],
-            delta: d,
-            mask: 2,
-        }
+    fn out(d: u64) -> Row {
+        (vec![(1, d as u32)], d, 2)
     }
 
     #[test]
@@ -233,6 +255,7 @@ mod tests {
         assert!(matches!(c.get(&[5, 99, 7, 100]), Some(Entry::Leaf(x)) if *x == o));
         assert!(c.get(&[5, 6, 8, 8]).is_none());
         assert_eq!(arena.get(o)[0].delta, 7);
+        assert_eq!(arena.changes(&arena.get(o)[0]), [(1, 7)]);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! observations, a broker's candidates, an action's outcomes, a map's result).
 
 use super::{Cand, Core, Obs};
-use crate::tables::{Entry, KW, Key, Out, Outs, StepCache};
+use crate::tables::{Entry, KW, Key, Outs, Row, StepCache};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
@@ -24,14 +24,15 @@ impl Core {
     }
 
     pub(super) fn sync(&mut self, py: Python<'_>) -> PyResult<()> {
-        let pending = self.model.getattr(py, "pending")?;
-        let rows: Vec<(u32, i32, bool, bool)> = pending.extract(py)?;
-        if !rows.is_empty() {
-            for (serial, leader, alive, stalled) in rows {
-                self.attrs.set(serial, leader, alive, stalled);
-            }
-            pending.call_method0(py, "clear")?;
+        let pending = self.pending.bind(py).clone();
+        if pending.is_empty() {
+            return Ok(()); // the common case, with no conversion
         }
+        let rows: Vec<(u32, i32, bool, bool)> = pending.extract()?;
+        for (serial, leader, alive, stalled) in rows {
+            self.attrs.set(serial, leader, alive, stalled);
+        }
+        pending.call_method0("clear")?;
         Ok(())
     }
 
@@ -58,6 +59,7 @@ impl Core {
 
     pub(super) fn observed(&mut self, py: Python<'_>, comps: &[u32]) -> PyResult<(Key, Obs)> {
         let key = self.observe_key(comps);
+        self.lookups.2 += 1;
         if let Some(o) = self.observe.get(&key) {
             return Ok((key, *o));
         }
@@ -83,24 +85,25 @@ impl Core {
         Ok((key, o))
     }
 
+    /// Broker b's candidates: where they start in the candidates arena, and how many.
     pub(super) fn candidates(
         &mut self,
         py: Python<'_>,
         b: usize,
         comps: &[u32],
-    ) -> PyResult<Vec<Cand>> {
+    ) -> PyResult<(u32, u32)> {
         let key = [comps[b], comps[0], comps[self.n + 2]];
+        self.lookups.0 += 1;
         if let Some(c) = self.cand_caches[b].get(&key) {
-            return Ok(c.clone());
+            return Ok(*c);
         }
         self.misses.0 += 1;
         let got = self.call(py, "candidates", (b, PyTuple::new(py, comps)?))?;
-        let rows: Vec<(u32, u32, u32, Option<Vec<(Vec<(u8, u32)>, u64, u32)>>)> =
-            got.extract(py)?;
-        let mut out = Vec::with_capacity(rows.len());
+        let rows: Vec<(u32, u32, u32, Option<Vec<Row>>)> = got.extract(py)?;
+        let start = self.cands.len() as u32;
         for (action, kind, cache, fixed) in rows {
-            let fixed = fixed.map(|f| self.arena.add(to_outs(f)));
-            out.push(Cand {
+            let fixed = fixed.map(|f| self.arena.add(f));
+            self.cands.push(Cand {
                 action,
                 kind,
                 cache,
@@ -110,8 +113,9 @@ impl Core {
                 self.steps.push(StepCache::default());
             }
         }
-        self.cand_caches[b].insert(key, out.clone());
-        Ok(out)
+        let got = (start, self.cands.len() as u32 - start);
+        self.cand_caches[b].insert(key, got);
+        Ok(got)
     }
 
     /// An action's outcomes on the current state, from its step cache or, on a miss, from
@@ -122,10 +126,11 @@ impl Core {
         cand: &Cand,
         comps: &[u32],
         parts: &[u32],
-    ) -> PyResult<Vec<Out>> {
+    ) -> PyResult<Outs> {
         if let Some(f) = cand.fixed {
-            return Ok(self.arena.get(f).to_vec());
+            return Ok(f);
         }
+        self.lookups.1 += 1;
         let entry = self.steps[cand.cache as usize].get(parts).cloned();
         let entry = match entry {
             Some(e) => e,
@@ -136,10 +141,10 @@ impl Core {
                 let (top, extra, outs, maps): (
                     Vec<u8>,
                     Option<Vec<u8>>,
-                    Vec<(Vec<(u8, u32)>, u64, u32)>,
+                    Vec<Row>,
                     Option<Vec<(u32, u32)>>,
                 ) = got.extract(py)?;
-                let o = self.arena.add(to_outs(outs));
+                let o = self.arena.add(outs);
                 let e = match maps {
                     None => Entry::Leaf(o),
                     Some(m) => Entry::Mapped(o, self.arena.add_maps(m)),
@@ -149,24 +154,27 @@ impl Core {
             }
         };
         match entry {
-            Entry::Leaf(o) => Ok(self.arena.get(o).to_vec()),
+            Entry::Leaf(o) => Ok(o),
             Entry::Mapped(o, m) => self.apply(py, o, m, comps),
             Entry::Sub(_) => unreachable!("StepCache::get looks into sub-caches"),
         }
     }
 
     /// A mapped outcome on this state (checker/outcomes.py Outcomes.apply): each position its
-    /// map covers gets the map's result for the component there, memoised per serial.
+    /// map covers gets the map's result for the component there, memoised per serial. The
+    /// results go to the end of the arena (emptied between two states past its limit).
     pub(super) fn apply(
         &mut self,
         py: Python<'_>,
         o: Outs,
         m: u32,
         comps: &[u32],
-    ) -> PyResult<Vec<Out>> {
-        let mut out = Vec::with_capacity(o.1 as usize);
+    ) -> PyResult<Outs> {
+        let mut made = Vec::with_capacity(o.1 as usize);
         for i in 0..o.1 {
-            let mut x = self.arena.outs[(o.0 + i) as usize].clone();
+            let held = self.arena.outs[(o.0 + i) as usize];
+            let mut changes = self.arena.changes(&held).to_vec();
+            let (mut delta, mut mask) = (held.delta, held.mask);
             let (fun, positions) = self.arena.maps[(m + i) as usize];
             for j in 1..=self.n {
                 if positions & (1 << j) == 0 {
@@ -174,7 +182,7 @@ impl Core {
                 }
                 let from = comps[j];
                 let key = (fun, j as u8, from);
-                let (to, delta) = match self.memo.get(&key) {
+                let (to, d) = match self.memo.get(&key) {
                     Some(v) => *v,
                     None => {
                         let v: (u32, u64) = self.call(py, "mapped", (fun, j, from))?.extract(py)?;
@@ -183,24 +191,14 @@ impl Core {
                     }
                 };
                 if to != from {
-                    x.changes.push((j as u8, to));
-                    x.delta ^= delta;
-                    x.mask |= 1 << j;
+                    changes.push((j as u8, to));
+                    delta ^= d;
+                    mask |= 1 << j;
                 }
             }
-            x.changes.sort_unstable_by_key(|c| c.0);
-            out.push(x);
+            changes.sort_unstable_by_key(|c| c.0);
+            made.push((changes, delta, mask));
         }
-        Ok(out)
+        Ok(self.arena.add(made))
     }
-}
-
-fn to_outs(rows: Vec<(Vec<(u8, u32)>, u64, u32)>) -> Vec<Out> {
-    rows.into_iter()
-        .map(|(changes, delta, mask)| Out {
-            changes,
-            delta,
-            mask,
-        })
-        .collect()
 }

@@ -1,0 +1,136 @@
+//! The state invariants' verdicts, remembered per group of parts (invariants/suite.py
+//! `state_groups`): a group is the parts that read the same components, so its truth value
+//! is a function of those components' serial numbers alone. A new state whose changed
+//! components touch only groups already seen true on the same components passes its state
+//! test without Python being asked (the search's "once per new state" call is then spared).
+
+use crate::tables::Fx;
+use std::collections::HashSet;
+use std::hash::BuildHasherDefault;
+
+/// Components a remembered group may read; a wider group is always asked of Python.
+const WIDTH: usize = 4;
+type Projection = [u32; WIDTH];
+type Set = HashSet<Projection, BuildHasherDefault<Fx>>;
+
+#[derive(Default)]
+pub struct Verdicts {
+    /// Per group: its bitmask of component positions (bit 0 the controller, bit b broker b,
+    /// bit n + 1 the ghost) and the positions themselves.
+    groups: Vec<(u32, Vec<u8>)>,
+    known: Vec<Set>,
+    len: usize,
+    limit: usize,
+    /// Python's own count of tests asked (for the bench's cache rows): lookups, misses.
+    pub asked: (u64, u64),
+}
+
+impl Verdicts {
+    /// `masks`: one per group; `limit`: projections held before all are forgotten (a cache:
+    /// forgetting costs Python calls, never a verdict).
+    pub fn new(masks: &[u32], limit: usize) -> Self {
+        let groups: Vec<(u32, Vec<u8>)> = masks
+            .iter()
+            .map(|&m| (m, (0..32u8).filter(|&i| m & (1 << i) != 0).collect()))
+            .collect();
+        let known = groups.iter().map(|_| Set::default()).collect();
+        Verdicts {
+            groups,
+            known,
+            len: 0,
+            limit,
+            asked: (0, 0),
+        }
+    }
+
+    fn projection(positions: &[u8], comps: &[u32]) -> Option<Projection> {
+        if positions.len() > WIDTH {
+            return None;
+        }
+        let mut p = [u32::MAX; WIDTH];
+        for (slot, &i) in p.iter_mut().zip(positions) {
+            *slot = comps[i as usize];
+        }
+        Some(p)
+    }
+
+    /// Whether every group reading a `changed` component is known true on these components.
+    pub fn good(&mut self, changed: u32, comps: &[u32]) -> bool {
+        self.asked.0 += 1;
+        let ok = self
+            .groups
+            .iter()
+            .zip(&self.known)
+            .all(|((mask, positions), known)| {
+                mask & changed == 0
+                    || Self::projection(positions, comps).is_some_and(|p| known.contains(&p))
+            });
+        if !ok {
+            self.asked.1 += 1;
+        }
+        ok
+    }
+
+    /// Python found the parts reading a `changed` component all true on these components.
+    pub fn mark(&mut self, changed: u32, comps: &[u32]) {
+        if self.len > self.limit {
+            self.known.iter_mut().for_each(|k| k.clear());
+            self.len = 0;
+        }
+        for ((mask, positions), known) in self.groups.iter().zip(self.known.iter_mut()) {
+            if mask & changed != 0
+                && let Some(p) = Self::projection(positions, comps)
+                && known.insert(p)
+            {
+                self.len += 1;
+            }
+        }
+    }
+
+    pub fn entries(&self) -> usize {
+        self.len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_is_good_once_every_group_its_change_touches_was_seen_true() {
+        // Groups: the controller alone (mask 1); brokers 1 and 2 (mask 6).
+        let mut v = Verdicts::new(&[1, 6], 100);
+        let comps = [10, 11, 12, 13];
+        assert!(!v.good(2, &comps));
+        v.mark(2, &comps); // broker 1 changed: only the group of brokers 1 and 2 was tested
+        assert!(v.good(2, &comps));
+        assert!(v.good(4, &comps));
+        assert!(
+            !v.good(1, &comps),
+            "the controller's group was never tested"
+        );
+        assert!(!v.good(2, &[10, 11, 99, 13]), "another broker 2");
+        assert!(v.good(8, &[0, 0, 0, 0]), "a change no group reads");
+        assert_eq!(v.entries(), 1);
+        assert_eq!(v.asked, (6, 3));
+    }
+
+    #[test]
+    fn past_its_limit_it_forgets_and_asks_again() {
+        let mut v = Verdicts::new(&[1], 1);
+        v.mark(1, &[1]);
+        v.mark(1, &[2]);
+        assert!(v.good(1, &[1]) && v.good(1, &[2]));
+        v.mark(1, &[3]); // over the limit: forgotten first
+        assert!(!v.good(1, &[1]));
+        assert!(v.good(1, &[3]));
+    }
+
+    #[test]
+    fn a_group_wider_than_a_projection_is_never_remembered() {
+        let mut v = Verdicts::new(&[0b11111], 10);
+        v.mark(1, &[1, 2, 3, 4, 5]);
+        assert!(!v.good(1, &[1, 2, 3, 4, 5]));
+        assert_eq!(v.entries(), 0);
+    }
+}
