@@ -2,7 +2,7 @@
 does not declare. Everything else is there.
 
 The extension is optional: without cargo, or when its build fails, the install still succeeds
-with the pure-Python engine (checker/native.py says which). debug=False: an editable install
+with the pure-Python engine (checker/core/native.py says which). debug=False: an editable install
 would otherwise build it unoptimised. It is declared here rather than in [tool.setuptools-rust],
 from which setuptools-rust wraps build_ext twice and runs cargo twice.
 

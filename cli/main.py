@@ -8,9 +8,9 @@ import signal
 import sys
 
 import click
-from kafkamc.checker.budget import DEFAULT_MIB
-from kafkamc.checker.explorer import STRATEGIES, Limits
-from kafkamc.checker.verify import FastPathError
+from kafkamc.checker.cache.budget import DEFAULT_MIB
+from kafkamc.checker.cache.verify import FastPathError
+from kafkamc.checker.engines.explorer import STRATEGIES, Limits
 from kafkamc.cli.common import (
     DEFAULTS,
     EXIT_HOLDS,
@@ -264,7 +264,7 @@ def _run_spark_safely(
 ):
     """A worker, a Spark or the native core that fails is bad input for this machine: one line,
     exit 2. (A panic in the core reaches Python as pyo3's PanicException, a BaseException.)"""
-    from kafkamc.checker.workers import WorkerFailed
+    from kafkamc.checker.engines.workers import WorkerFailed
 
     def run(**engine):
         try:
@@ -294,7 +294,7 @@ def _run_spark_safely(
             return run(workers=workers, reference=reference)
         except WorkerFailed as e:
             raise UsageProblem(f"a worker process failed: {e}") from None
-    from kafkamc.checker.spark import SparkJobFailed, SparkUnavailable
+    from kafkamc.checker.spark.search import SparkJobFailed, SparkUnavailable
 
     try:
         return run(spark=spark)
@@ -391,7 +391,7 @@ def main(argv=None) -> None:
         sys.exit(130)
     except (ConfigError, TraceError, UsageProblem, PropertiesError) as e:
         _fail(str(e))
-    except FastPathError as e:  # the spec does something the fast path cannot follow (checker/verify.py)
+    except FastPathError as e:  # the spec does something the fast path cannot follow (checker/cache/verify.py)
         _fail(f"the fast path cannot follow this spec: {e}")
     except BrokenPipeError:
         sys.exit(EXIT_USAGE)

@@ -1,6 +1,6 @@
 """`kafkamc check --simulate`: its flags, the combinations that make no sense, and what it prints.
 
-The run itself is checker/simulate.py. A simulation proves nothing: when its walks meet no
+The run itself is checker/simulation/simulate.py. A simulation proves nothing: when its walks meet no
 violation the verdict is "no violation found" (exit 0, like a pass, so that CI can run it),
 never "holds".
 """
@@ -8,7 +8,7 @@ never "holds".
 from __future__ import annotations
 
 import click
-from kafkamc.checker.simulate import NO_VIOLATION, SimResult, Simulation
+from kafkamc.checker.simulation.simulate import NO_VIOLATION, SimResult, Simulation
 from kafkamc.cli.common import UsageProblem, only_with
 from kafkamc.invariants.liveness import is_liveness
 from kafkamc.jobs.run import CheckRun

@@ -138,7 +138,7 @@ def _print_liveness(console, run: CheckRun) -> None:
     lv = run.liveness
     assert lv is not None
     lr = lv.result
-    if lv.recorded:  # the safety search recorded it (checker/graph.py): its time is the search's
+    if lv.recorded:  # the safety search recorded it (checker/liveness/graph.py): its time is the search's
         how = f"recorded by the search, assembled and analysed in {lr.elapsed_s:.2f}s"
     else:
         how = f"built and analysed in {lr.elapsed_s:.2f}s (analysis {lv.analysis_s:.2f}s)"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 import networkx as nx
-from kafkamc.checker.fast import FastModel as Model
+from kafkamc.checker.cache.fast import FastModel as Model
 from kafkamc.cli.common import (
     EXIT_HOLDS,
     EXIT_VIOLATED,

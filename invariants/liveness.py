@@ -2,7 +2,7 @@
 
 A property is a set of obligations. An obligation says: once `trigger` holds, `goal`
 must hold at some later point of every fair behaviour that keeps `hold` true from some
-point on. It is violated by a lasso (checker/liveness.py): a path to a state where the
+point on. It is violated by a lasso (checker/liveness/check.py): a path to a state where the
 trigger holds and the goal does not, then states where the goal never holds, ending in a
 cycle that keeps `hold` and is fair (see `fairness` below, and `Action.fairness` in
 spec/next.py for each step's class). Obligations are instantiated per broker where the

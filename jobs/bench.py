@@ -44,7 +44,7 @@ RUNS = {
     "default-workers[2]": (BENCH_CONFIG, "workers[2]"),
     "default-python-workers[2]": (BENCH_CONFIG, "python-workers[2]"),
     "default-spark-local[2]": (BENCH_CONFIG, "spark-local[2]"),
-    # A standalone master and 2 workers of 1 core on loopback (checker/spark_cluster.py), started
+    # A standalone master and 2 workers of 1 core on loopback (checker/spark/cluster.py), started
     # before the clock starts: elapsed_s is the check's, the application's start included.
     "default-spark-standalone[2]": (BENCH_CONFIG, "spark-standalone[2]"),
     "large": (LARGE_CONFIG, "local"),
@@ -98,25 +98,25 @@ def run_one(name: str) -> dict:
     caches = None  # one process: each cache's lookups, misses and hit rate
     start, cpu = time.monotonic(), cpu_time()
     if engine in ("local", "python"):  # one process: the native core where built, or the Python engine
-        from kafkamc.checker.budget import cache_stats
-        from kafkamc.checker.explorer import explore
-        from kafkamc.checker.fast import FastModel
+        from kafkamc.checker.cache.budget import cache_stats
+        from kafkamc.checker.cache.fast import FastModel
+        from kafkamc.checker.engines.explorer import explore
         from kafkamc.invariants.suite import InvariantSuite
 
         model = FastModel(cfg)
         result = explore(model, InvariantSuite(cfg), engine="auto" if engine == "local" else "python")
         caches = cache_stats(model.fast)
     elif engine == "simulate":
-        from kafkamc.checker.fast import FastModel
-        from kafkamc.checker.sim_run import simulate
-        from kafkamc.checker.simulate import Simulation
+        from kafkamc.checker.cache.fast import FastModel
+        from kafkamc.checker.simulation.run import simulate
+        from kafkamc.checker.simulation.simulate import Simulation
         from kafkamc.invariants.suite import InvariantSuite
 
         result = simulate(FastModel(cfg), InvariantSuite(cfg), Simulation(*SIMULATE_RUN))
     elif "workers[" in engine and not engine.startswith("liveness"):  # "python-workers[N]": without the core
-        from kafkamc.checker.fast import FastModel
-        from kafkamc.checker.search import Limits
-        from kafkamc.checker.workers import explore_workers
+        from kafkamc.checker.cache.fast import FastModel
+        from kafkamc.checker.engines.search import Limits
+        from kafkamc.checker.engines.workers import explore_workers
         from kafkamc.invariants.suite import InvariantSuite
 
         n = int(engine[engine.index("[") + 1 : -1])
@@ -133,8 +133,8 @@ def run_one(name: str) -> dict:
         n = int(engine[len("liveness-workers[") : -1]) if "[" in engine else 1
         result = run_check(cfg, liveness=True, workers=n).result
     elif engine.startswith("spark-standalone["):
-        from kafkamc.checker.spark import explore_spark
-        from kafkamc.checker.spark_cluster import standalone_cluster
+        from kafkamc.checker.spark.cluster import standalone_cluster
+        from kafkamc.checker.spark.search import explore_spark
 
         n = int(engine[len("spark-standalone[") : -1])
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the executors' Python: see spark_cluster
@@ -145,7 +145,7 @@ def run_one(name: str) -> dict:
             )
             elapsed = time.monotonic() - start
     else:
-        from kafkamc.checker.spark import explore_spark
+        from kafkamc.checker.spark.search import explore_spark
 
         threads = int(engine[len("spark-local[") : -1])
         result = explore_spark(cfg, None, partitions=threads, master=f"local[{threads}]", progress=levels.append)

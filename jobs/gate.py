@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from kafkamc.checker.explorer import Limits
+from kafkamc.checker.engines.explorer import Limits
 from kafkamc.invariants.catalog import INVARIANTS
 from kafkamc.invariants.liveness import CATALOG as LIVENESS
 from kafkamc.invariants.liveness import is_liveness

@@ -1,12 +1,12 @@
 """`--engine reference`: the oracle's result as the summary of `kafkamc check` expects it
-(checker/search.py's Result). It lives here, with what runs a check (jobs/run.py calls
+(checker/engines/search.py's Result). It lives here, with what runs a check (jobs/run.py calls
 `run_reference`), so that the oracle itself imports nothing of the engines it checks
 (tests/test_oracle.py, and the import contracts in pyproject.toml).
 """
 
 from __future__ import annotations
 
-from kafkamc.checker.search import Limits, Result, Violation
+from kafkamc.checker.engines.search import Limits, Result, Violation
 from kafkamc.oracle.search import OracleLimits, OracleResult, explore_oracle
 from kafkamc.spec.config import Config
 

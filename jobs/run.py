@@ -5,15 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kafkamc.checker.budget import DEFAULT_MIB, entries_for
-from kafkamc.checker.explorer import explore
-from kafkamc.checker.fast import FastModel
-from kafkamc.checker.graph import Recording
-from kafkamc.checker.liveness import LivenessReport, ReferenceGraph, check_liveness, symmetry_for_liveness
-from kafkamc.checker.progress import Progress
-from kafkamc.checker.search import Limits, Result
-from kafkamc.checker.sim_run import run_simulation
-from kafkamc.checker.simulate import NO_VIOLATION, SimResult, Simulation
+from kafkamc.checker.cache.budget import DEFAULT_MIB, entries_for
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.engines.explorer import explore
+from kafkamc.checker.engines.progress import Progress
+from kafkamc.checker.engines.search import Limits, Result
+from kafkamc.checker.liveness.check import LivenessReport, ReferenceGraph, check_liveness, symmetry_for_liveness
+from kafkamc.checker.liveness.graph import Recording
+from kafkamc.checker.simulation.run import run_simulation
+from kafkamc.checker.simulation.simulate import NO_VIOLATION, SimResult, Simulation
 from kafkamc.invariants.lasso import lasso_problem
 from kafkamc.invariants.liveness import FAIRNESS, LivenessSuite, is_liveness
 from kafkamc.invariants.liveness import by_name as liveness_by_name
@@ -229,7 +229,7 @@ def _check_liveness(
 
 def _recording(cfg: Config, names, wanted: bool) -> Recording | None:
     """A Recording when the safety search can record the liveness graph itself
-    (checker/graph.py): the fast path, local, in the configuration the graph is built under."""
+    (checker/liveness/graph.py): the fast path, local, in the configuration the graph is built under."""
     if not wanted or symmetry_for_liveness(cfg) != cfg:
         return None
     return Recording(LivenessSuite(cfg, names))
@@ -244,7 +244,7 @@ class SparkSettings:
     checkpoint_dir: str | None = None
     checkpoint_every: int = 4
     conf: tuple = ()  # (key, value) pairs passed to SparkConf
-    spill_dir: str | None = None  # visited sets on local disk (checker/spill.py)
+    spill_dir: str | None = None  # visited sets on local disk (checker/store/spill.py)
 
 
 def run_check(
@@ -267,13 +267,13 @@ def run_check(
 ) -> CheckRun:
     """Explore; `reach` names reachability properties to search for (stop once all are seen).
 
-    With `spark` set, the search is the level-synchronous BFS on Spark (checker/spark.py);
+    With `spark` set, the search is the level-synchronous BFS on Spark (checker/spark/search.py);
     everything after it (Z3 confirmation, explanation, trace) is the same code. With
     `liveness`, or a liveness property among `invariants`, the liveness properties are checked
-    after a safety pass that holds (checker/liveness.py); with only liveness properties named,
+    after a safety pass that holds (checker/liveness/check.py); with only liveness properties named,
     there is no safety pass. `verify`: the share of expanded states checked against the spec
-    (checker/verify.py). `cache_mib`: the step caches' budget per process (checker/budget.py).
-    `python_engine`: one process runs without the native core (checker/native_search.py)."""
+    (checker/cache/verify.py). `cache_mib`: the step caches' budget per process (checker/cache/budget.py).
+    `python_engine`: one process runs without the native core (checker/core/native_search.py)."""
     live = None if invariants is None else [n for n in invariants if is_liveness(n)]
     if live:
         invariants = [n for n in invariants if not is_liveness(n)]
@@ -289,7 +289,7 @@ def run_check(
     with Progress(enabled=progress, strategy=None if simulate else strategy) as reporter:
         if only_liveness:
             result = Result("holds", "bfs", 0, 0, 0, 0.0)
-        elif simulate is not None:  # random walks (checker/simulate.py); their verdict is never "holds"
+        elif simulate is not None:  # random walks (checker/simulation/simulate.py); their verdict is never "holds"
             result = run_simulation(
                 model, suite, simulate, limits, reporter if progress else None, workers, spark, invariants, properties
             )
@@ -300,7 +300,7 @@ def run_check(
                 cfg, invariants, properties, limits, reporter if progress else None, frozenset(reach)
             )
         elif spark is None and workers > 1:
-            from kafkamc.checker.workers import explore_workers
+            from kafkamc.checker.engines.workers import explore_workers
 
             assert isinstance(model, FastModel)  # workers ship fingerprints: the fast model only
             result = explore_workers(
@@ -325,7 +325,7 @@ def run_check(
                 engine="python" if python_engine else "auto",
             )
         else:
-            from kafkamc.checker.spark import explore_spark
+            from kafkamc.checker.spark.search import explore_spark
 
             result = explore_spark(
                 cfg,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kafkamc.checker.search import Limits
+from kafkamc.checker.engines.search import Limits
 from kafkamc.jobs.run import run_check
 from kafkamc.spec.config import Config
 from kafkamc.spec.protocol import Protocol

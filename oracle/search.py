@@ -5,7 +5,7 @@ as Python compares them (no fingerprint, no interning, no canonical form during 
 Each state keeps its parent and the action that reached it first, so a trace is read back
 from real states, never replayed. Successors come from spec.model.Model, in Next's order.
 
-Checks run in the order the fast engines use them (checker/explorer.py), so where the two
+Checks run in the order the fast engines use them (checker/engines/explorer.py), so where the two
 agree on what is reachable they stop at the same depth: each initial state and each new
 state against the state invariants; every transition against the action properties, then
 against the reachability properties not yet seen. With symmetry on, the search still visits

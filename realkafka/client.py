@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from kafkamc.checker.spark_cluster import _die_with_parent
+from kafkamc.checker.spark.cluster import _die_with_parent
 from kafkamc.realkafka import jars, metadata_log
 
 

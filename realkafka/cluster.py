@@ -14,7 +14,7 @@ process that exits while we wait fails the start with the end of its log.
 Faults as a Kafka engineer causes them: kill (SIGKILL), pause and resume (SIGSTOP, SIGCONT),
 stop (SIGTERM: controlled shutdown, since controlled.shutdown.enable is on), start (a restart on
 the same folder). Every JVM is started in a session of its own with PR_SET_PDEATHSIG (the helper
-of checker/spark_cluster.py), so it dies with the Python process that started it, SIGKILL
+of checker/spark/cluster.py), so it dies with the Python process that started it, SIGKILL
 included; leaving the `with` kills every process of the cluster that still runs.
 
     python -m kafkamc.realkafka.cluster --kafka-version 4.1.1      # runs until Ctrl-C
@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkamc.checker.spark_cluster import _die_with_parent, free_ports
+from kafkamc.checker.spark.cluster import _die_with_parent, free_ports
 from kafkamc.realkafka import jars
 from kafkamc.realkafka.netns import Network
 

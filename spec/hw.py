@@ -154,7 +154,7 @@ def observe(cfg: Config, state: State) -> State:
 
     Whether a broker serves reads is asked through State.leads, and only then is the broker
     read: the fast path keys observations on what this function was recorded reading
-    (checker/fast.py observe_key), so a broker read otherwise is keyed on too.
+    (checker/cache/fast.py observe_key), so a broker read otherwise is keyed on too.
     """
     g = state.ghost
     committed, hw_seen = g.committed, g.hw_seen

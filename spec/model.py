@@ -1,7 +1,7 @@
 """The transition system: initial states, and the successors Next gives, in a fixed order.
 
 This is the protocol and nothing else: no cache, fingerprint or engine lives here. The
-engines in checker/ take a Model (checker/contract.py says what they need of it); the
+engines in checker/ take a Model (checker/engines/contract.py says what they need of it); the
 fast path there derives its caches from these same functions.
 """
 

@@ -37,7 +37,7 @@ class Action:
     type: type  # the action's dataclass
     candidates: Callable[..., Any]  # (cfg, controller, broker, budget, b) -> a tuple or list of broker b's actions
     step: Callable[..., Any]  # (cfg, state, action) -> next state, or None when the guard fails
-    # Fairness for liveness (checker/liveness.py), stated by every entry (FAIRNESS holds the
+    # Fairness for liveness (checker/liveness/check.py), stated by every entry (FAIRNESS holds the
     # values): "weak", a step of the protocol itself that cannot stay enabled forever without
     # being taken (each instance, e.g. one follower's fetch); "strong", one that is taken if it
     # is enabled again and again; "none", a client's or operator's choice, which may never

@@ -231,7 +231,7 @@ class State(NamedTuple):
     def map_brokers(self, fn) -> State:
         """Every broker replaced by fn(broker). fn must read nothing but the broker it is
         given: the fast path then applies it to each broker on its own, and caches it per
-        broker (checker/footprint.py), so a step that does the same to every broker is not
+        broker (checker/cache/footprint.py), so a step that does the same to every broker is not
         keyed on all of them."""
         return State(self.controller, tuple(map(fn, self.brokers)), self.ghost, self.budget)
 

@@ -1,14 +1,14 @@
-"""The step caches' budget (checker/budget.py): which entries it frees, and that freeing
+"""The step caches' budget (checker/cache/budget.py): which entries it frees, and that freeing
 them never changes what the search finds."""
 
 from __future__ import annotations
 
 import pytest
-from kafkamc.checker.budget import CacheBudget, entries_for
-from kafkamc.checker.explorer import explore
-from kafkamc.checker.fast import FastModel
-from kafkamc.checker.outcomes import StepCache
-from kafkamc.checker.workers import explore_workers
+from kafkamc.checker.cache.budget import CacheBudget, entries_for
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.cache.outcomes import StepCache
+from kafkamc.checker.engines.explorer import explore
+from kafkamc.checker.engines.workers import explore_workers
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
 
@@ -51,7 +51,7 @@ def test_past_the_budget_the_caches_with_fewest_hits_per_entry_lose_their_older_
 
 
 def test_a_dict_cache_drops_its_older_half_past_its_share():
-    from kafkamc.checker.budget import store
+    from kafkamc.checker.cache.budget import store
 
     cache: dict = {}
     for k in range(10):

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from kafkamc.checker import native
+from kafkamc.checker.core import native
 
 EXE = shutil.which("kafkamc", path=os.path.dirname(sys.executable)) or shutil.which("kafkamc")
 

@@ -7,8 +7,8 @@ import json
 from dataclasses import replace as dc_replace
 
 from helpers import play, run_kafkamc
-from kafkamc.checker.explorer import explore
-from kafkamc.checker.fast import FastModel
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.engines.explorer import explore
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.oracle.search import explore_oracle
 from kafkamc.spec.alter_partition import AlterPartition

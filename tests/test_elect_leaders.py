@@ -11,8 +11,8 @@ import sys
 from dataclasses import replace as dc_replace
 
 from helpers import bfs_until
-from kafkamc.checker.explorer import explore
-from kafkamc.checker.fast import FastModel
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.engines.explorer import explore
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.oracle.search import explore_oracle
 from kafkamc.spec.config import Config

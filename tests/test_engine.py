@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from itertools import product
 
 import pytest
-from kafkamc.checker.explorer import Limits, explore
+from kafkamc.checker.engines.explorer import Limits, explore
 
 
 @dataclass(frozen=True)

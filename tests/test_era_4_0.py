@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import replace as dc_replace
 
-from kafkamc.checker.explorer import explore
-from kafkamc.checker.fast import FastModel
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.engines.explorer import explore
 from kafkamc.invariants.properties import PropertyFile
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.jobs.reference import to_result

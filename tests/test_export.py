@@ -15,8 +15,8 @@ import sys
 import networkx as nx
 import pytest
 from itf_py import trace_from_json, value_from_json
-from kafkamc.checker.explorer import explore
-from kafkamc.checker.fast import FastModel
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.engines.explorer import explore
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
 from kafkamc.spec.next import BOUNDS

@@ -1,4 +1,4 @@
-"""The fast path (checker/fast.py) against the spec it is derived from.
+"""The fast path (checker/cache/fast.py) against the spec it is derived from.
 
 The caches must give exactly the step functions' successors, in the same order (verify
 mode re-runs them on every hit); the fused search loop must count what the generic loop
@@ -13,10 +13,10 @@ import dataclasses
 
 import pytest
 from helpers import sample_states
-from kafkamc.checker import native
-from kafkamc.checker.budget import cache_stats
-from kafkamc.checker.explorer import Limits, explore
-from kafkamc.checker.fast import FastModel
+from kafkamc.checker.cache.budget import cache_stats
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.core import native
+from kafkamc.checker.engines.explorer import Limits, explore
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
@@ -192,7 +192,7 @@ def test_a_hard_crash_is_cached_per_broker_not_on_every_broker():
     """A hard crash that spends the last of the budget forgets every broker's checkpoint
     (spec/broker_lifecycle.py forget_checkpoints, a State.map_brokers): the crash's outcome is
     keyed on the crashed broker and the budget, and the map is applied to each other broker
-    through a memo (checker/outcomes.py Mapped). Keyed on every broker, as before, this search
+    through a memo (checker/cache/outcomes.py Mapped). Keyed on every broker, as before, this search
     made 18,832 misses of BrokerCrash's cache; the state count is the oracle's
     (tests/test_oracle.py)."""
     cfg = Config(rf=3, minisr=2, max_records=1)

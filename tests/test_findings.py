@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 from helpers import play
-from kafkamc.checker.explorer import explore
-from kafkamc.checker.fast import FastModel
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.engines.explorer import explore
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.broker_lifecycle import ControllerFenceBroker
 from kafkamc.spec.config import Config

@@ -1,4 +1,4 @@
-"""The liveness graph recorded by the safety search (checker/graph.py) is the graph the second
+"""The liveness graph recorded by the safety search (checker/liveness/graph.py) is the graph the second
 search builds (liveness.build_graph), array for array, in one process and with workers; and
 `kafkamc check --liveness` takes it from there."""
 
@@ -8,13 +8,13 @@ import json
 
 import pytest
 from helpers import run_kafkamc
-from kafkamc.checker.explorer import explore
-from kafkamc.checker.fairness import find_lasso
-from kafkamc.checker.fast import FastModel
-from kafkamc.checker.graph import Recording
-from kafkamc.checker.liveness import build_graph
-from kafkamc.checker.search import Limits
-from kafkamc.checker.workers import explore_workers
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.engines.explorer import explore
+from kafkamc.checker.engines.search import Limits
+from kafkamc.checker.engines.workers import explore_workers
+from kafkamc.checker.liveness.check import build_graph
+from kafkamc.checker.liveness.fairness import find_lasso
+from kafkamc.checker.liveness.graph import Recording
 from kafkamc.invariants.liveness import LivenessSuite
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config

@@ -10,11 +10,11 @@ import re
 import subprocess
 
 import pytest
-from kafkamc.checker.explorer import explore
-from kafkamc.checker.fast import FastModel
-from kafkamc.checker.memory import memory
-from kafkamc.checker.progress import Progress
-from kafkamc.checker.search import progress_stats
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.engines.explorer import explore
+from kafkamc.checker.engines.progress import Progress
+from kafkamc.checker.engines.search import progress_stats
+from kafkamc.checker.store.memory import memory
 from kafkamc.cli.summary import bound_lines
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.jobs.gate import load_gate

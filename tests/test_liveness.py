@@ -13,10 +13,10 @@ from array import array
 import networkx as nx
 import pytest
 from helpers import run_kafkamc
-from kafkamc.checker.fairness import components, fair_components
-from kafkamc.checker.fast import FastModel
-from kafkamc.checker.graph import FAULT, STRONG, WEAK, Graph
-from kafkamc.checker.liveness import ReferenceGraph, build_graph, check_liveness, symmetry_for_liveness
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.liveness.check import ReferenceGraph, build_graph, check_liveness, symmetry_for_liveness
+from kafkamc.checker.liveness.fairness import components, fair_components
+from kafkamc.checker.liveness.graph import FAULT, STRONG, WEAK, Graph
 from kafkamc.invariants.lasso import lasso_problem
 from kafkamc.invariants.liveness import CATALOG, LivenessSuite
 from kafkamc.spec.config import Config
@@ -319,7 +319,7 @@ def test_kafka_1546_a_healthy_follower_is_dropped_again_and_again():
 
 
 def test_retention_renumbers_the_window_and_keeps_the_safety_invariants():
-    from kafkamc.checker.explorer import explore
+    from kafkamc.checker.engines.explorer import explore
     from kafkamc.invariants.suite import InvariantSuite
 
     cfg = Config(**dict(KAFKA_1546, minisr=2, max_isr_shrinks=1, max_hard_crashes=1)).validated()

@@ -1,7 +1,7 @@
 """Spec edits the fast path must follow exactly, or refuse with a clear error.
 
 A new engineer edits spec/ and runs `kafkamc check`. The fast path caches what the spec
-computes (checker/fast.py, outcomes.py, footprint.py) and reduces by symmetry
+computes (checker/cache/fast.py, outcomes.py, footprint.py) and reduces by symmetry
 (spec/symmetry.py); each edit here once slipped past it with no warning (issue 32):
 - spec.hw.observe made to read brokers that serve no reads (the observation's cache key
   was written by hand);
@@ -21,10 +21,10 @@ import json
 
 import pytest
 from helpers import run_kafkamc
-from kafkamc.checker.explorer import explore
-from kafkamc.checker.fast import FastModel
-from kafkamc.checker.footprint import RawReadError
-from kafkamc.checker.verify import SymmetryError
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.cache.footprint import RawReadError
+from kafkamc.checker.cache.verify import SymmetryError
+from kafkamc.checker.engines.explorer import explore
 from kafkamc.cli.main import main
 from kafkamc.oracle.search import explore_oracle
 from kafkamc.spec import broker_lifecycle as lc
@@ -186,8 +186,8 @@ def test_a_guard_reading_state_key_is_followed_exactly():
 
 
 def test_verify_mode_finds_the_symmetry_edit_without_the_spot_checks(monkeypatch):
-    import kafkamc.checker.fast as fast
-    import kafkamc.checker.outcomes as outcomes
+    import kafkamc.checker.cache.fast as fast
+    import kafkamc.checker.cache.outcomes as outcomes
 
     for module in (fast, outcomes):
         monkeypatch.setattr(module, "FIRST", 0)

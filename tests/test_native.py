@@ -1,5 +1,5 @@
 """The native core, kafkamc._core (native/): it loads where the install could build it, its FpSet
-is checker/visited.py's FingerprintSet call by call, and the fallback says why in one line."""
+is checker/store/visited.py's FingerprintSet call by call, and the fallback says why in one line."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from kafkamc.checker import native
-from kafkamc.checker.visited import FingerprintSet
+from kafkamc.checker.core import native
+from kafkamc.checker.store.visited import FingerprintSet
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""The native core (native/src/search.rs, checker/native_search.py) against the Python engine.
+"""The native core (native/src/search.rs, checker/core/native_search.py) against the Python engine.
 
 Every search that runs on the core must give exactly what the Python engine gives: verdict,
 distinct and generated states, depth, every action's count, the same shortest path and the
@@ -13,11 +13,11 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from kafkamc.checker import native
-from kafkamc.checker.explorer import explore
-from kafkamc.checker.fast import FastModel
-from kafkamc.checker.search import Limits
-from kafkamc.checker.workers import explore_workers
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.core import native
+from kafkamc.checker.engines.explorer import explore
+from kafkamc.checker.engines.search import Limits
+from kafkamc.checker.engines.workers import explore_workers
 from kafkamc.cli.main import cli, main
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
@@ -121,7 +121,7 @@ def test_the_summary_says_when_the_python_engine_ran_in_place_of_the_core(monkey
 
 
 def test_a_panic_in_the_core_is_one_error_line_and_exit_2(monkeypatch, capsys):
-    from kafkamc.checker import native_search
+    from kafkamc.checker.core import native_search
 
     def panics(*args, **kwargs):
         native.load()._panic("a broken invariant of the core")

@@ -78,7 +78,7 @@ def test_a_cut_drops_one_link_both_ways_and_a_heal_restores_it():
 
 PARENT = """
 import subprocess, sys, time
-from kafkamc.checker.spark_cluster import _die_with_parent
+from kafkamc.checker.spark.cluster import _die_with_parent
 from kafkamc.realkafka.netns import Network
 with Network({0: 61200}) as net:
     child = subprocess.Popen(["sleep", "600"], preexec_fn=_die_with_parent(), group=61200)

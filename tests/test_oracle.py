@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import z3
 from helpers import sample_states
-from kafkamc.checker.explorer import explore
-from kafkamc.checker.fast import FastModel
-from kafkamc.checker.verify import SymmetryError
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.cache.verify import SymmetryError
+from kafkamc.checker.engines.explorer import explore
 from kafkamc.invariants.catalog import INVARIANTS
 from kafkamc.invariants.properties import PropertyFile
 from kafkamc.invariants.suite import InvariantSuite

@@ -59,9 +59,9 @@ def test_kafkamc_stays_a_namespace_package(tmp_path):
 
 def test_the_native_core_is_the_optional_extension_checker_native_loads():
     """setup.py declares one Rust extension, optional (an install without cargo still succeeds)
-    and optimised, at the name checker/native.py imports; the install puts it beside the
+    and optimised, at the name checker/core/native.py imports; the install puts it beside the
     packages, never in the source tree's kafkamc/ (the test above)."""
-    from kafkamc.checker import native
+    from kafkamc.checker.core import native
 
     calls = [
         n

@@ -17,8 +17,8 @@ from dataclasses import replace as dc_replace
 
 import pytest
 from invariant_helpers import ALL3, B1, B2, B3, CFG, assert_holds, assert_violation, healthy_state, run
-from kafkamc.checker.fast import FastModel
-from kafkamc.checker.liveness import check_liveness, symmetry_for_liveness
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.liveness.check import check_liveness, symmetry_for_liveness
 from kafkamc.invariants.lasso import lasso_problem
 from kafkamc.invariants.liveness import LivenessSuite
 from kafkamc.jobs.run import run_check

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 from helpers import bfs_until
-from kafkamc.checker.explorer import explore
-from kafkamc.checker.fast import FastModel
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.engines.explorer import explore
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
 from kafkamc.traces.trace import format_action

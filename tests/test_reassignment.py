@@ -9,8 +9,8 @@ from itertools import permutations
 
 import pytest
 from helpers import bfs, play, run_kafkamc, sample_states
-from kafkamc.checker.explorer import explore
-from kafkamc.checker.fast import FastModel
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.engines.explorer import explore
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.jobs.run import run_check
 from kafkamc.spec import symmetry

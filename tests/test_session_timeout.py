@@ -15,8 +15,8 @@ from dataclasses import replace as dc_replace
 
 from helpers import bfs_until
 from invariant_helpers import ALL3, B1, B2, B3, CFG, model, run
-from kafkamc.checker.explorer import explore
-from kafkamc.checker.fast import FastModel
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.engines.explorer import explore
 from kafkamc.invariants.catalog import INVARIANTS
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.oracle.search import explore_oracle

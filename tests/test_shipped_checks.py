@@ -9,10 +9,10 @@ import subprocess
 import sys
 
 import pytest
-from kafkamc.checker.explorer import explore
-from kafkamc.checker.fast import FastModel
-from kafkamc.checker.level import initial_level
-from kafkamc.checker.spark_tasks import _Task, initial_parts
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.engines.explorer import explore
+from kafkamc.checker.engines.level import initial_level
+from kafkamc.checker.spark.tasks import _Task, initial_parts
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
 
@@ -58,7 +58,7 @@ def test_shipped_checks_agree_with_the_suite_on_every_step():
 _NO_Z3 = """
 import pickle, sys
 sys.modules["z3"] = None  # any import of z3 now fails
-from kafkamc.checker import spark_tasks as T
+from kafkamc.checker.spark import tasks as T
 T.BLOB_ROWS = 7  # many blobs per level: a big level leaves in pieces
 built = []
 build = T.Tools.__init__

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 from helpers import EXE, run_kafkamc
-from kafkamc.checker.fast import FastModel
-from kafkamc.checker.search import replay_path
-from kafkamc.checker.shrink import moves_of, replay, shrink
-from kafkamc.checker.sim_run import simulate
-from kafkamc.checker.simulate import NO_VIOLATION, Simulation, Tally, finish, run_range
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.engines.search import replay_path
+from kafkamc.checker.simulation.run import simulate
+from kafkamc.checker.simulation.shrink import moves_of, replay, shrink
+from kafkamc.checker.simulation.simulate import NO_VIOLATION, Simulation, Tally, finish, run_range
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
 from kafkamc.spec.protocol import preset
@@ -261,7 +261,7 @@ def test_bench_reports_walks_and_steps_per_second():
 
 @pytest.fixture(scope="module")
 def sc():
-    from kafkamc.checker.spark import spark_context
+    from kafkamc.checker.spark.search import spark_context
 
     with spark_context("local[2]") as context:
         yield context
@@ -270,7 +270,7 @@ def sc():
 @pytest.mark.spark
 @pytest.mark.parametrize("tasks", [1, 3])
 def test_spark_walks_equal_the_local_ones(sc, old, tasks):
-    from kafkamc.checker.spark_simulate import simulate_spark
+    from kafkamc.checker.spark.simulate import simulate_spark
 
     assert numbers(simulate_spark(OLD, None, OLD_RUN, tasks=tasks, sc=sc)) == numbers(simulate(*old, OLD_RUN))
     clean = Simulation(walks=40, depth=30, seed=0)

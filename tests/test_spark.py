@@ -18,10 +18,9 @@ from pathlib import Path
 
 import pytest
 from helpers import CONTROLLED_SHUTDOWN_SMALL, REASSIGNMENT_SMALL, bfs_states
-from kafkamc.checker.codec import encode
-from kafkamc.checker.explorer import Limits, explore
-from kafkamc.checker.fast import FastModel
-from kafkamc.checker.spark import (
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.engines.explorer import Limits, explore
+from kafkamc.checker.spark.search import (
     FaultInjection,
     SparkJobFailed,
     SparkUnavailable,
@@ -31,6 +30,7 @@ from kafkamc.checker.spark import (
     spark_context,
     state_from_key,
 )
+from kafkamc.checker.store.codec import encode
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
@@ -185,12 +185,13 @@ def test_package_zip_imports_alone(tmp_path):
         except ImportError:
             pass
         sys.path.insert(0, {str(zip_path)!r})
-        import kafkamc.checker.spark, kafkamc.invariants.suite, kafkamc.traces.trace
-        from kafkamc.checker.explorer import explore
+        import kafkamc.checker.spark.search, kafkamc.invariants.suite, kafkamc.traces.trace
+        from kafkamc.checker.engines.explorer import explore
         from kafkamc.invariants.suite import InvariantSuite
         from kafkamc.spec.config import Config
-        from kafkamc.checker.fast import FastModel
-        assert kafkamc.checker.spark.__file__.startswith({str(zip_path)!r}), kafkamc.checker.spark.__file__
+        from kafkamc.checker.cache.fast import FastModel
+        where = kafkamc.checker.spark.search.__file__
+        assert where.startswith({str(zip_path)!r}), where
         cfg = Config(rf=1, minisr=1, max_hard_crashes=0, max_clean_shutdowns=1)
         print(explore(FastModel(cfg), InvariantSuite(cfg)).distinct_states)
     """)
@@ -236,7 +237,7 @@ def test_agrees_with_local_bfs(sc, case, tmp_path):
 
 @pytest.mark.parametrize("case", ["rf2-minisr1-one-crash", "elr-off", "controlled-shutdown"])
 def test_spilled_visited_sets_give_the_same_answers(sc, case, tmp_path):
-    """--spill-dir: the visited sets live on disk as sorted runs (checker/spill.py); counts,
+    """--spill-dir: the visited sets live on disk as sorted runs (checker/store/spill.py); counts,
     verdicts and traces are those of the in-memory search, and the run's folder goes at the end."""
     cfg, _, _, _, partitions, every = CASES[case]
     seen = []
@@ -365,7 +366,7 @@ def test_a_second_context_is_unavailable(sc):
 
 
 _START = """
-from kafkamc.checker.spark import SparkUnavailable, explore_spark
+from kafkamc.checker.spark.search import SparkUnavailable, explore_spark
 from kafkamc.spec.config import Config
 try:
     explore_spark(Config(rf=1, minisr=1), master="local[1]", conf={conf!r})

@@ -1,5 +1,5 @@
 """`kafkamc check --engine spark` on a real Spark standalone cluster: a master and two workers
-of one core each on 127.0.0.1 (checker/spark_cluster.py), driven through the installed CLI as
+of one core each on 127.0.0.1 (checker/spark/cluster.py), driven through the installed CLI as
 a user would drive it, against `--engine local`; a worker killed mid-run; no process left.
 
 Every test is marked `spark` (select with `-m spark`). One cluster serves the module: it
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 from helpers import EXE
-from kafkamc.checker.spark_cluster import Cluster, ClusterFailed, standalone_cluster
+from kafkamc.checker.spark.cluster import Cluster, ClusterFailed, standalone_cluster
 
 pytestmark = pytest.mark.spark
 
@@ -246,7 +246,7 @@ def test_stopping_the_cluster_kills_running_executors(tmp_path):
 
 _PARENT = """
 import sys, time
-from kafkamc.checker.spark_cluster import standalone_cluster
+from kafkamc.checker.spark.cluster import standalone_cluster
 with standalone_cluster(workers=1, folder=sys.argv[1]) as c:
     print(c.folder, flush=True)
     time.sleep(600)

@@ -1,11 +1,11 @@
-"""The visited set spilled to disk as sorted runs (checker/spill.py)."""
+"""The visited set spilled to disk as sorted runs (checker/store/spill.py)."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
-from kafkamc.checker.spill import SpilledRuns
+from kafkamc.checker.store.spill import SpilledRuns
 
 
 def test_runs_answer_membership_like_a_set(tmp_path):

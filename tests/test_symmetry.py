@@ -13,9 +13,9 @@ from itertools import permutations
 
 import pytest
 from helpers import sample_states
-from kafkamc.checker.explorer import explore
-from kafkamc.checker.fast import FastModel
-from kafkamc.checker.search import replay_path
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.engines.explorer import explore
+from kafkamc.checker.engines.search import replay_path
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from kafkamc.checker.frontier import Kept
-from kafkamc.checker.visited import FingerprintMap, FingerprintSet, Nodes
+from kafkamc.checker.store.frontier import Kept
+from kafkamc.checker.store.visited import FingerprintMap, FingerprintSet, Nodes
 
 
 def test_fingerprint_set_grows_and_answers():

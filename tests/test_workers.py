@@ -11,9 +11,9 @@ import json
 
 import pytest
 from helpers import CONTROLLED_SHUTDOWN_SMALL, REASSIGNMENT_SMALL
-from kafkamc.checker.explorer import Limits, explore
-from kafkamc.checker.fast import FastModel
-from kafkamc.checker.workers import explore_workers
+from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.engines.explorer import Limits, explore
+from kafkamc.checker.engines.workers import explore_workers
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
 from kafkamc.spec.protocol import preset

@@ -1,6 +1,6 @@
 """Field-granular read and write sets of the spec's step functions, for the POR measurement.
 
-checker/footprint.py records reads per component (the controller, a broker, the ghost, the
+checker/cache/footprint.py records reads per component (the controller, a broker, the ghost, the
 budget). Partial-order reduction needs them per field: two steps that touch different
 fields of the same broker may commute. Here each component of a State is wrapped in a
 proxy that notes every field read as (kind, ..., field): ("c", f) a controller field,

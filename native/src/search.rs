@@ -1,7 +1,7 @@
 //! The search's inner loop: the visited set, the queue, the parent pointers and every cache
 //! hit, on serial numbers only. Python is called on a miss (the spec's step functions run
-//! there) and once per new state (its invariants). checker/native.py drives it; it is the
-//! port of checker/fast.py FastSuccessors.transitions for the screened breadth-first search,
+//! there) and once per new state (its invariants). checker/core/native.py drives it; it is the
+//! port of checker/cache/fast.py FastSuccessors.transitions for the screened breadth-first search,
 //! and must give the same transitions in the same order.
 
 use crate::tables::{Arena, Attributes, KW, Key, Map, Outs, StepCache};
@@ -145,7 +145,7 @@ impl Core {
 
 #[pymethods]
 impl Core {
-    /// `model`: the Python side (checker/native.py Misses); n: brokers; leader_only: whether
+    /// `model`: the Python side (checker/core/native.py Misses); n: brokers; leader_only: whether
     /// the quiet test reads only what the observation is keyed on.
     /// keep=False: a --workers part, which keeps neither parent pointers nor a queue (the
     /// worker keeps its level by path keys): a new state is only added to the visited set.

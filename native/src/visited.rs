@@ -1,6 +1,6 @@
 //! The visited set: 64-bit fingerprints in one open-addressing table with linear probing.
 //!
-//! The same table as checker/visited.py's `FingerprintSet`, slot for slot: the same hash, the
+//! The same table as checker/store/visited.py's `FingerprintSet`, slot for slot: the same hash, the
 //! same load limit and the same doubling, so both engines store and grow identically and
 //! tests/test_native.py can compare them call by call.
 
@@ -10,7 +10,7 @@ const EMPTY: u64 = 0;
 /// The first table of the Python set (`FingerprintSet(capacity=1 << 16)`).
 pub const DEFAULT_CAPACITY: usize = 1 << 16;
 
-/// The table's home slot for `fp`: the low bits, with high bits folded in (checker/visited.py).
+/// The table's home slot for `fp`: the low bits, with high bits folded in (checker/store/visited.py).
 #[inline]
 fn home(fp: u64, mask: usize) -> usize {
     ((fp ^ (fp >> 29)) as usize) & mask

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 impl Core {
-    /// The observe cache's key, as checker/fast.py observe_key: the controller, the ghost,
+    /// The observe cache's key, as checker/cache/fast.py observe_key: the controller, the ghost,
     /// each broker that serves reads or that the controller names leader (or that a wide
     /// observation reads), then the wide parts past the brokers; serial + 1, 0 for none.
     /// A call to the Python side; then what it interned meanwhile is described to the loop
@@ -160,7 +160,7 @@ impl Core {
         }
     }
 
-    /// A mapped outcome on this state (checker/outcomes.py Outcomes.apply): each position its
+    /// A mapped outcome on this state (checker/cache/outcomes.py Outcomes.apply): each position its
     /// map covers gets the map's result for the component there, memoised per serial. The
     /// results go to the end of the arena (emptied between two states past its limit).
     pub(super) fn apply(

@@ -1,4 +1,4 @@
-"""Fair cycles in the liveness graph (checker/graph.py): where a goal may never hold.
+"""Fair cycles in the liveness graph (checker/liveness/graph.py): where a goal may never hold.
 
 An obligation (trigger, goal, hold) is violated when a fair strongly connected component
 of the subgraph where `hold` holds and `goal` does not is reachable from a trigger state
@@ -16,7 +16,7 @@ from array import array
 from collections import deque
 from dataclasses import dataclass
 
-from kafkamc.checker.graph import FAULT, STRONG, WEAK, Graph
+from kafkamc.checker.liveness.graph import FAULT, STRONG, WEAK, Graph
 
 
 def components(g: Graph, inside: bytearray, roots=None):

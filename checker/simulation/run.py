@@ -1,14 +1,24 @@
 """`kafkamc check --simulate`'s dispatch: the walks in this process, across forked workers
-(checker/sim_workers.py) or on Spark (checker/spark_simulate.py), all three built on
-checker/simulate.py, which imports none of them."""
+(checker/simulation/workers.py) or on Spark (checker/spark/simulate.py), all three built on
+checker/simulation/simulate.py, which imports none of them."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
 
-from kafkamc.checker.search import Limits
-from kafkamc.checker.sim_workers import walk_in_workers
-from kafkamc.checker.simulate import Batch, SimResult, Simulation, Tally, deadline_of, finish, gather, ranges, run_range
+from kafkamc.checker.engines.search import Limits
+from kafkamc.checker.simulation.simulate import (
+    Batch,
+    SimResult,
+    Simulation,
+    Tally,
+    deadline_of,
+    finish,
+    gather,
+    ranges,
+    run_range,
+)
+from kafkamc.checker.simulation.workers import walk_in_workers
 
 
 def simulate(
@@ -41,7 +51,7 @@ def run_simulation(
     workers, or on Spark when `spark` (run.SparkSettings) is given."""
     if spark is None:
         return simulate(model, suite, sim, limits, progress, workers)
-    from kafkamc.checker.spark_simulate import simulate_spark  # pyspark only where Spark runs
+    from kafkamc.checker.spark.simulate import simulate_spark  # pyspark only where Spark runs
 
     return simulate_spark(
         model.config,

@@ -1,5 +1,5 @@
 """The breadth-first search with the native core (native/src/search.rs): the same search as
-checker/explorer.py, with the visited set, the queue, the parent pointers and the loop over
+checker/engines/explorer.py, with the visited set, the queue, the parent pointers and the loop over
 cache hits in Rust, on serial numbers.
 
 Python is called on a miss (`Misses`: the spec's step functions, through the same caches the
@@ -19,12 +19,12 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from kafkamc.checker import native
-from kafkamc.checker.keys import index_bytes
-from kafkamc.checker.level import note_step
-from kafkamc.checker.memory import peak_rss
-from kafkamc.checker.outcomes import Mapped, StepCache
-from kafkamc.checker.search import Limits, Result, Ticker, traces_of, verdict_of
+from kafkamc.checker.cache.outcomes import Mapped, StepCache
+from kafkamc.checker.core import native
+from kafkamc.checker.engines.level import note_step
+from kafkamc.checker.engines.search import Limits, Result, Ticker, traces_of, verdict_of
+from kafkamc.checker.store.keys import index_bytes
+from kafkamc.checker.store.memory import peak_rss
 from kafkamc.spec.state import State
 
 new_tuple = tuple.__new__
@@ -184,7 +184,7 @@ def explore_native(
     progress_every=1.0,
     stop_when_reached=frozenset(),
 ) -> Result:  # noqa: E501
-    """The search of checker/explorer.py explore() on the core (the caller pauses the cyclic GC)."""
+    """The search of checker/engines/explorer.py explore() on the core (the caller pauses the cyclic GC)."""
     return _explore(core_module, model, checks, limits, progress, progress_every, stop_when_reached)
 
 
@@ -196,7 +196,7 @@ class Attached:
         fast = model.fast
         self.kinds = {t: i for i, t in enumerate(model.action_types())}
         self.misses = Misses(model, quiet, self.kinds)
-        # The core's outcomes bounded as the Python step caches are (checker/budget.py).
+        # The core's outcomes bounded as the Python step caches are (checker/cache/budget.py).
         limit = fast.budget.limit
         # groups: the suite's state_groups; the core remembers each group's verdicts.
         self.core = core_module.Core(self.misses, fast.n, len(self.kinds), _leader_only(quiet), groups, keep, limit)
@@ -243,7 +243,7 @@ def _explore(core_module, model, checks, limits, progress, progress_every, stop_
 
 
 class CoreVisited:
-    """A worker's visited set when its core expands (checker/workers.py): the core's own."""
+    """A worker's visited set when its core expands (checker/engines/workers.py): the core's own."""
 
     def __init__(self, core):
         self.core = core

@@ -4,7 +4,7 @@ One BFS level expands every state of the frontier. Its parts (a worker's share, 
 partition) are expanded by expand_part, each noting what it found in a Findings: the
 transitions generated and fired per action, the first step that breaks a step invariant,
 the first step that shows each reachability property. "First" is by path key
-(checker/keys.py): the initial state's index and the successor indices along the path,
+(checker/store/keys.py): the initial state's index and the successor indices along the path,
 which orders states as the one-process BFS meets them, so the smallest key of a level is
 what that search would have found first. Findings of the parts add up whatever order
 they arrive in. How the successors travel to their owners and are deduplicated is the
@@ -19,9 +19,9 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from kafkamc.checker.components import UNKNOWN
-from kafkamc.checker.keys import decode_key, index_bytes
-from kafkamc.checker.search import Limits, Result, Violation, progress_stats, replay_path, verdict_of
+from kafkamc.checker.cache.components import UNKNOWN
+from kafkamc.checker.engines.search import Limits, Result, Violation, progress_stats, replay_path, verdict_of
+from kafkamc.checker.store.keys import decode_key, index_bytes
 
 
 def smaller(a: tuple | None, b: tuple | None) -> tuple | None:
@@ -126,7 +126,7 @@ def expand_fresh(
     `quiet`: the suite's quiet_step for `unreached`, if the caller keeps it: building one
     compiles it (Z3), and the observe cache keeps quiet values only for the test object that
     computed them, so a new one every level made every level compute them again.
-    `graph` (a checker/graph.py GraphPart; needs `carry`): record every expanded state and
+    `graph` (a checker/liveness/graph.py GraphPart; needs `carry`): record every expanded state and
     every transition in it."""
     if checks is None or not hasattr(model, "transitions"):
         if graph is not None:

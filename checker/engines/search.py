@@ -50,7 +50,7 @@ class Result:
     visited_bytes: int = 0  # the visited set and parent pointers, in bytes
     worker_peak_mib: float = 0.0  # Spark: the largest Python worker's peak resident memory
     peak_rss: int = 0  # peak resident memory in bytes, summed over the search's processes (0: unknown)
-    core: str | None = None  # one process: "native" or "python" (checker/explorer.py explore)
+    core: str | None = None  # one process: "native" or "python" (checker/engines/explorer.py explore)
     core_note: str = ""  # why the Python engine ran where the native core was not asked away
 
     @property
@@ -99,7 +99,7 @@ def verdict_of(violation: Violation | None, reached_all: bool, stop_reason: str 
 
 
 def progress_stats(distinct: int, generated: int, queue: int, depth: int, elapsed: float, final: bool = False) -> dict:
-    """One progress report, as every engine sends it to checker/progress.py."""
+    """One progress report, as every engine sends it to checker/engines/progress.py."""
     return {
         "distinct": distinct,
         "generated": generated,

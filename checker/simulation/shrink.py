@@ -1,4 +1,4 @@
-"""Shrinking a violating random walk (checker/simulate.py) before it is reported.
+"""Shrinking a violating random walk (checker/simulation/simulate.py) before it is reported.
 
 A walk is kept as moves: each step's action (a record of spec/, compared by its data) and
 its rank among the successors with an equal action (a step may have several outcomes). A

@@ -11,7 +11,7 @@ successor: 31 s at the default bounds, where the safety search took 14. That sea
 loop already computes the fingerprint of every transition, screened or not, and hands each
 to `edge` (FastSuccessors.transitions): a GraphPart keeps them, with each expanded state's
 fingerprint and predicate bits, and `assemble` numbers nodes and labels as build_graph
-does (breadth-first order is path-key order: checker/keys.py). The Graph, and so every
+does (breadth-first order is path-key order: checker/store/keys.py). The Graph, and so every
 lasso found on it, is the same whichever engine recorded it (tests/test_graph.py compares
 them array for array).
 """

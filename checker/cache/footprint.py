@@ -1,6 +1,6 @@
 """Footprints recorded, not declared: which parts of a state a step function reads.
 
-The fast path (checker/fast.py) caches a step's outcome under the values of the parts of
+The fast path (checker/cache/fast.py) caches a step's outcome under the values of the parts of
 the state it reads. Those parts are never listed by hand: every time the fast path runs
 a step function (every cache miss), it runs it on a RecordingState, which notes each
 component the function touches: the controller, a broker (or only its `stalled` flag,
@@ -9,7 +9,7 @@ through State.is_stalled), the ghost, the budget. Parts a step replaces count as
 Why that is sound: a step function is deterministic, so on any state that agrees with
 this one on every part the run read, it takes the same branches, reads the same parts
 and returns the same changes. An outcome stored under the values of a superset of its
-run's reads is right for every state with those values (checker/outcomes.py keeps keys
+run's reads is right for every state with those values (checker/cache/outcomes.py keeps keys
 that way). A changed guard or effect in spec/ is seen by the next miss, with no table
 to update.
 
@@ -18,14 +18,14 @@ n+1 the ghost, n+2 the budget, n+2+b only broker b's `stalled` flag.
 
 A step that does the same to every broker (State.map_brokers) is not noted reading them
 when the run records into a Reads: the map is noted instead, with what it made of each
-broker, and checker/outcomes.py applies it to each broker on its own (Mapped).
+broker, and checker/cache/outcomes.py applies it to each broker on its own (Mapped).
 """
 
 from __future__ import annotations
 
 from collections import _tuplegetter  # type: ignore[attr-defined]  # NamedTuple's own field getter
 
-from kafkamc.checker.verify import FastPathError
+from kafkamc.checker.cache.verify import FastPathError
 from kafkamc.spec.state import State, as_tuple
 
 _new = tuple.__new__
@@ -207,7 +207,7 @@ for _name in (
 class ObservingState(RecordingState):
     """A RecordingState for spec.hw.observe: whether broker b serves reads (State.leads) is
     noted as that flag alone (part -b), not as the whole broker, so that observations are
-    keyed on the brokers that serve reads (checker/fast.py observe_key)."""
+    keyed on the brokers that serve reads (checker/cache/fast.py observe_key)."""
 
     __slots__ = ()
 

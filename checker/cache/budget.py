@@ -1,6 +1,6 @@
 """One bound on the entries of a process's step caches, spent where the hits are.
 
-The step caches (checker/outcomes.py StepCache, one per action and per RoundTrip half)
+The step caches (checker/cache/outcomes.py StepCache, one per action and per RoundTrip half)
 grew with the search: at three million states of `--max-fences 1` they held 1.71 million
 entries, about 700 bytes each with their share of the dict caches. Each cache counts its
 lookups and its misses. Every quarter of the budget stored, a sweep counts the entries and

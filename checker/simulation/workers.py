@@ -1,11 +1,11 @@
 """`kafkamc check --simulate --workers N`: the walks across N forked processes.
 
 The walks are cut into small ranges; worker w takes ranges w, w + N, w + 2N, ... in order
-and sends each Batch back; the parent adds them in range order (checker/simulate.py,
+and sends each Batch back; the parent adds them in range order (checker/simulation/simulate.py,
 Tally), so the numbers are those of one process. A worker stops after a range that met a
 violation or the deadline: no later range of its own can count. Workers are forked, so
 they start with the parent's model and compiled invariants; they ignore Ctrl-C, which the
-parent turns into a clean stop, and die with it (checker/workers.py, _die_with_parent).
+parent turns into a clean stop, and die with it (checker/engines/workers.py, _die_with_parent).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import traceback
 from collections.abc import Generator
 from queue import Empty
 
-from kafkamc.checker.simulate import Batch, Simulation, ranges, run_range
-from kafkamc.checker.workers import WorkerFailed, _die_with_parent
+from kafkamc.checker.engines.workers import WorkerFailed, _die_with_parent
+from kafkamc.checker.simulation.simulate import Batch, Simulation, ranges, run_range
 
 POLL_S = 1.0  # how often the parent looks for a worker that died without a word
 

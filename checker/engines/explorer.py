@@ -1,6 +1,6 @@
 """Explicit-state search over any model that keeps the contract of kafkamc.spec.model.Model.
 
-The visited set holds 64-bit fingerprints in a flat table (checker/visited.py); per node
+The visited set holds 64-bit fingerprints in a flat table (checker/store/visited.py); per node
 it keeps only the parent's node number and the index of the transition among the parent's
 successors.
 A trace is rebuilt by replaying the model along those indices, so states need not be kept.
@@ -14,12 +14,12 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import contextmanager
 
-from kafkamc.checker.fast import UNKNOWN, screened
-from kafkamc.checker.frontier import queue_for
-from kafkamc.checker.memory import peak_rss
-from kafkamc.checker.native_search import core_for, explore_native
-from kafkamc.checker.search import STRATEGIES, Limits, Result, Ticker, traces_of, verdict_of
-from kafkamc.checker.visited import FingerprintSet, Nodes
+from kafkamc.checker.cache.fast import UNKNOWN, screened
+from kafkamc.checker.core.native_search import core_for, explore_native
+from kafkamc.checker.engines.search import STRATEGIES, Limits, Result, Ticker, traces_of, verdict_of
+from kafkamc.checker.store.frontier import queue_for
+from kafkamc.checker.store.memory import peak_rss
+from kafkamc.checker.store.visited import FingerprintSet, Nodes
 
 
 @contextmanager
@@ -56,8 +56,8 @@ def explore(
 
     Reachability properties of `checks` (reach_functions) are tried on every step until
     each is first seen; the search also stops once every name in stop_when_reached is.
-    `recording` (checker/graph.py), breadth-first only: record the liveness graph on the way.
-    engine "auto": the native core (checker/native_search.py) where it is built and serves
+    `recording` (checker/liveness/graph.py), breadth-first only: record the liveness graph on the way.
+    engine "auto": the native core (checker/core/native_search.py) where it is built and serves
     this search, else this module's loop, the Python engine, which "python" asks for; the
     result's `core` says which ran, and why not the core.
     """
@@ -92,7 +92,7 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
     # every type the model declares: a Counter's += cost 2.5 times as much, once per transition.
     fired: dict = dict.fromkeys(model.action_types() if hasattr(model, "action_types") else (), 0)
     coverage: Counter = Counter()
-    pending = queue_for(model, lifo=strategy != "bfs")  # checker/frontier.py: states as numbers
+    pending = queue_for(model, lifo=strategy != "bfs")  # checker/store/frontier.py: states as numbers
     take, put = pending.take, pending.put
     initial_generated = 0  # the rest of the generated states are counted in fired
     max_depth = 0

@@ -1,13 +1,13 @@
 """The fast path: successors and fingerprints through caches derived from the spec.
 
-Every component of a state is interned (checker/components.py); a step's outcome is
+Every component of a state is interned (checker/cache/components.py); a step's outcome is
 cached under the serial numbers of the parts of the state its runs were recorded reading
-(checker/outcomes.py, checker/footprint.py); candidates are cached per broker on what
+(checker/cache/outcomes.py, checker/cache/footprint.py); candidates are cached per broker on what
 their signature gives them (the broker, the controller, the budget); observations on
 the controller, the ghost and the brokers that serve reads, checked on every run. Every
 cache miss runs the spec's own functions, so a change in spec/ reaches the search with
 no table to update; `FastModel(cfg, verify=rate)` re-runs them on that share of the
-states it expands, and checks their symmetry (checker/verify.py).
+states it expands, and checks their symmetry (checker/cache/verify.py).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from operator import attrgetter, itemgetter
 
-from kafkamc.checker.budget import DEFAULT_MIB, CacheBudget, entries_for, store
-from kafkamc.checker.components import UNKNOWN, Components, Fresh
-from kafkamc.checker.outcomes import Mapped, Outcomes, StepCache
-from kafkamc.checker.verify import EVERY, FIRST, FastPathError, check_candidates, check_observed, check_symmetry
+from kafkamc.checker.cache.budget import DEFAULT_MIB, CacheBudget, entries_for, store
+from kafkamc.checker.cache.components import UNKNOWN, Components, Fresh
+from kafkamc.checker.cache.outcomes import Mapped, Outcomes, StepCache
+from kafkamc.checker.cache.verify import EVERY, FIRST, FastPathError, check_candidates, check_observed, check_symmetry
 from kafkamc.spec import symmetry
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
@@ -38,12 +38,12 @@ class FastSuccessors:
         self.cfg = cfg
         self.n = len(cfg.brokers)  # brokers in the cluster: a state has one record each
         self.candidates_of = model.broker_candidates  # (controller, broker, budget, b) -> actions
-        # Verify mode (checker/verify.py): one expanded state in verify_every is checked in full.
+        # Verify mode (checker/cache/verify.py): one expanded state in verify_every is checked in full.
         self.verify = verify > 0
         self.verify_every = max(1, round(1 / verify)) if verify > 0 else 0
         self.expanded = 0
         self.caches: dict = {}  # action -> its StepCache
-        self.budget = CacheBudget(cache_entries)  # the StepCaches' entries (checker/budget.py)
+        self.budget = CacheBudget(cache_entries)  # the StepCaches' entries (checker/cache/budget.py)
         self.outcomes = Outcomes(self)
         self.tags = (0,) + (1,) * self.n + (2, 3)
         self.components = Components(self.tags)
@@ -53,9 +53,9 @@ class FastSuccessors:
         self.observe_cache: dict = {}
         self.states = 0  # expanded through transitions(): the candidate caches' lookups, n each
         self.observe_lookups = self.observe_misses = 0
-        self.candidate_runs = [0] * (self.n + 1)  # candidate-cache misses per broker (checker/verify.py)
+        self.candidate_runs = [0] * (self.n + 1)  # candidate-cache misses per broker (checker/cache/verify.py)
         # The native core's own caches, (lookups, misses) by name, once a core has searched
-        # with this model (checker/native_search.py Attached.close).
+        # with this model (checker/core/native_search.py Attached.close).
         self.core_counts: dict[str, tuple[int, int]] = {}
         self.observe_wide: frozenset | None = None  # parts observe read beyond the usual key
         # With symmetry over a pool (checker FastModel.pooled), the kinds of action whose
@@ -207,7 +207,7 @@ class FastSuccessors:
         its keys' parts followed by its fingerprint, in one list (a state waiting in the
         search's queue holds it), which are then not computed again. `edge`, if given, is a
         pair of callables, given each transition's fingerprint and action, screened or not, in
-        index order: the safety search records the liveness graph so (checker/graph.py).
+        index order: the safety search records the liveness graph so (checker/liveness/graph.py).
 
         Screening, the loop also skips work the search would repeat. The states it expands
         are observed already, so a step that changes only the budget is observed as the
@@ -227,7 +227,11 @@ class FastSuccessors:
         if known is None or verify:
             comps, numbers, state = self._interned(state)
             base = self.components.xor(numbers)
-            parts = [*numbers, *map(stalled, state.brokers), base]  # the keys' parts (checker/footprint.py), then base
+            parts = [
+                *numbers,
+                *map(stalled, state.brokers),
+                base,
+            ]  # the keys' parts (checker/cache/footprint.py), then base
             if known is not None and known != parts:
                 raise FastPathError(f"the fingerprint or keys carried to this state from its parent are wrong: {state}")
         else:

@@ -26,12 +26,12 @@ the state limit), this one finishes the level's job, then counts what the local 
 had counted up to that key (small jobs, once per run).
 
 States travel as the marshal bytes of `state.key()` and are rebuilt with `state_from_key`;
-fingerprints are the model's (checker/fast.py), the same in every process. Executors build
+fingerprints are the model's (checker/cache/fast.py), the same in every process. Executors build
 the Model and the InvariantSuite from the Config once per Python worker (the suite
 compiles Python with exec: it is never pickled).
 The `kafkamc` package reaches the executors as a zip built at run time.
-Starting Spark and shipping the package live in checker/spark_context.py; what runs on the
-executors lives in checker/spark_tasks.py.
+Starting Spark and shipping the package live in checker/spark/context.py; what runs on the
+executors lives in checker/spark/tasks.py.
 """
 
 from __future__ import annotations
@@ -45,16 +45,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 
-from kafkamc.checker.codec import state_from_key  # noqa: F401 (state_from_key: tests)
-from kafkamc.checker.fast import FastModel as Model
-from kafkamc.checker.keys import AFTER_EVERY_STEP as _AFTER_EVERY_STEP
-from kafkamc.checker.level import Findings, Tally, initial_level, smaller, time_is_up
-from kafkamc.checker.search import Limits, Result
+from kafkamc.checker.cache.fast import FastModel as Model
+from kafkamc.checker.engines.level import Findings, Tally, initial_level, smaller, time_is_up
+from kafkamc.checker.engines.search import Limits, Result
 
 # Re-exported as well as used: callers and tests import SparkUnavailable, SparkJobFailed,
 # spark_context, build_package_zip, ship_package, PACKAGES, FaultInjection, Part and _Task
-# from kafkamc.checker.spark.
-from kafkamc.checker.spark_context import (  # noqa: F401
+# from kafkamc.checker.spark.search.
+from kafkamc.checker.spark.context import (  # noqa: F401
     PACKAGES,
     SparkJobFailed,
     SparkUnavailable,
@@ -64,7 +62,7 @@ from kafkamc.checker.spark_context import (  # noqa: F401
     ship_package,
     spark_context,
 )
-from kafkamc.checker.spark_tasks import (  # noqa: F401
+from kafkamc.checker.spark.tasks import (  # noqa: F401
     FaultInjection,
     Part,
     _count_new_until,
@@ -79,6 +77,8 @@ from kafkamc.checker.spark_tasks import (  # noqa: F401
     _values,
     initial_parts,
 )
+from kafkamc.checker.store.codec import state_from_key  # noqa: F401 (state_from_key: tests)
+from kafkamc.checker.store.keys import AFTER_EVERY_STEP as _AFTER_EVERY_STEP
 from kafkamc.spec.config import Config
 
 # ---------------------------------------------------------------- the driver
@@ -133,7 +133,7 @@ class _SparkBFS(Tally):
         self.checkpoint_every = checkpoint_every
         self.targets = set(stop_when_reached)
         self.unreached = [name for name, _ in self.suite.reach_functions()]
-        # Each run spills into a folder of its own, removed at the end (checker/spill.py).
+        # Each run spills into a folder of its own, removed at the end (checker/store/spill.py).
         self.spill = None if spill_dir is None else os.path.join(spill_dir, f"kafkamc-{uuid.uuid4().hex[:12]}")
         checks = self.suite.shipped([tuple(self.unreached)])
         self.base = _Task(self.cfg, checks, partitions, faults=faults, spill=self.spill)
@@ -149,7 +149,7 @@ class _SparkBFS(Tally):
     def _check_round_trip(self) -> None:
         for s in self.model.initial_states():
             if state_from_key(s.key()) != s:
-                raise RuntimeError("state_from_key no longer inverts State.key(): update checker/spark.py")
+                raise RuntimeError("state_from_key no longer inverts State.key(): update checker/spark/search.py")
 
     def _checkpoint_dir(self, given: str | None) -> str | None:
         """This run's checkpoint folder, inside the one given. On a cluster,
@@ -416,7 +416,7 @@ def explore_spark(
     """Level-synchronous BFS on Spark, returning the local explorer's Result.
 
     Distinct and generated counts, depth, verdict, stop reason, coverage, counterexample and
-    reachability witnesses equal those of kafkamc.checker.explorer.explore with BFS: same order,
+    reachability witnesses equal those of kafkamc.checker.engines.explorer.explore with BFS: same order,
     same stopping point, same traces.
 
     sc: a running SparkContext to use (then master and conf are ignored and it is left running);

@@ -1,5 +1,5 @@
 """How the distributed engines move states between processes: the engines' side of the fast
-model, not the model's (the model gives states, successors and properties; checker/contract.py).
+model, not the model's (the model gives states, successors and properties; checker/engines/contract.py).
 
 A state travels as the fingerprints of its components, each component itself only the first
 time a peer is sent it (--workers) or once per blob (Spark). States are owned by the

@@ -1,9 +1,9 @@
 """Starting Spark for kafkamc: the SparkContext, the package shipped to the executors as a zip,
 and failures turned into one-line messages.
 
-checker/spark.py runs the search on the context this module starts; its public names
+checker/spark/search.py runs the search on the context this module starts; its public names
 (SparkUnavailable, SparkJobFailed, spark_context, build_package_zip, ship_package) are also
-importable from kafkamc.checker.spark.
+importable from kafkamc.checker.spark.search.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A step's outcome is what each of its successors changes: the components it replaces
 (interned), the XOR that makes to the state's fingerprint, and a bitmask of the changed
 positions. It is computed by running the spec's own step function on a RecordingState
-(checker/footprint.py) and stored under the values of the parts the action's runs have
+(checker/cache/footprint.py) and stored under the values of the parts the action's runs have
 read so far (StepCache); when a run reads a part outside that key, the key grows and the
 action's cache starts afresh. Nothing here names what a step reads.
 
@@ -23,9 +23,9 @@ from collections.abc import Set as AbstractSet
 from operator import itemgetter
 from typing import Any, NamedTuple
 
-from kafkamc.checker.budget import CacheBudget, drop_older_half, store
-from kafkamc.checker.footprint import ObservingState, Reads, RecordingState, recorded
-from kafkamc.checker.verify import EVERY, FIRST, FastPathError, check_step, describe_outcomes
+from kafkamc.checker.cache.budget import CacheBudget, drop_older_half, store
+from kafkamc.checker.cache.footprint import ObservingState, Reads, RecordingState, recorded
+from kafkamc.checker.cache.verify import EVERY, FIRST, FastPathError, check_step, describe_outcomes
 from kafkamc.spec.rpc import RoundTrip
 from kafkamc.spec.state import State
 
@@ -55,8 +55,8 @@ class StepCache:
         self.key = _no_parts if not reads else _getter(reads)
         self.store: dict = {}
         self.halves: tuple | None = None  # a RoundTrip's (handle, receive) StepCaches; kept on a rekey
-        self.runs = 0  # misses so far (checker/verify.py spot-checks some of them)
-        # What the budget (checker/budget.py) weighs; a sub-cache has none: its parent counts.
+        self.runs = 0  # misses so far (checker/cache/verify.py spot-checks some of them)
+        # What the budget (checker/cache/budget.py) weighs; a sub-cache has none: its parent counts.
         self.budget = budget
         self.lookups = 0  # since the budget's last sweep
         self.looked = 0  # before it: lookups + looked are the run's (the bench's hit rates)
@@ -91,7 +91,7 @@ class StepCache:
         if self.budget is not None:
             self.budget.added()
 
-    # What the budget asks of a cache (checker/budget.py).
+    # What the budget asks of a cache (checker/cache/budget.py).
 
     def size(self) -> int:
         """Outcomes held, in sub-caches too."""
@@ -305,7 +305,7 @@ class Outcomes:
         return ((first[0] + then[0], first[1] ^ then[1], first[2] | then[2]),), reads
 
     def _patch(self, changed: tuple) -> tuple:
-        """The key parts (checker/footprint.py) that changed components give new values."""
+        """The key parts (checker/cache/footprint.py) that changed components give new values."""
         n, serial = self.n, self.fast.components.serial
         out = [(i, serial[id(x)]) for i, x in changed]
         out += [(n + 2 + i, x.stalled) for i, x in changed if 1 <= i <= n]

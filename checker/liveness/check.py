@@ -1,8 +1,8 @@
-"""Liveness checking: the reachable state graph (checker/graph.py), then a lasso per
-obligation where one exists (checker/fairness.py), replayed into a counterexample.
+"""Liveness checking: the reachable state graph (checker/liveness/graph.py), then a lasso per
+obligation where one exists (checker/liveness/fairness.py), replayed into a counterexample.
 
 The graph is built here, breadth-first, by a second search (build_graph), unless the
-safety search recorded it on the way (checker/graph.py, Recording): the reference engine,
+safety search recorded it on the way (checker/liveness/graph.py, Recording): the reference engine,
 Spark, and a graph under another configuration than the safety search's are built here.
 
 Symmetry: with the replica set fixed (no broker outside it), every state the reduced
@@ -20,9 +20,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 
-from kafkamc.checker.fairness import find_lasso
-from kafkamc.checker.graph import Graph, fairness_classes
-from kafkamc.checker.search import Limits, Result, Violation, progress_stats, replay_path
+from kafkamc.checker.engines.search import Limits, Result, Violation, progress_stats, replay_path
+from kafkamc.checker.liveness.fairness import find_lasso
+from kafkamc.checker.liveness.graph import Graph, fairness_classes
 from kafkamc.invariants.liveness import FAIRNESS, LivenessSuite
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
@@ -111,7 +111,7 @@ class LivenessReport:
     graph_bytes: int = 0
     symmetry: bool = True
     analysis_s: float = 0.0
-    recorded: bool = False  # the safety search recorded the graph (checker/graph.py)
+    recorded: bool = False  # the safety search recorded the graph (checker/liveness/graph.py)
     config: Config | None = None  # the configuration the graph was built under
 
     def merged(self, safety: Result, replace_counts: bool = False) -> Result:
@@ -168,7 +168,7 @@ class ReferenceGraph:
 def check_liveness(
     model, suite: LivenessSuite, limits: Limits = Limits(), progress=None, recording=None
 ) -> LivenessReport:
-    """Build the graph (unless the safety search over `model` recorded it: a checker/graph.py
+    """Build the graph (unless the safety search over `model` recorded it: a checker/liveness/graph.py
     Recording), then look for a lasso per obligation, properties in declaration order; stops at
     the first property violated."""
     start = time.monotonic()

@@ -26,7 +26,7 @@ that started a process ends.
 Logs (each JVM's output, the executors' stdout and stderr under work/) stay in the
 cluster's folder, removed on exit unless the caller gave the folder.
 
-    python -m kafkamc.checker.spark_cluster --workers 2     # runs until Ctrl-C
+    python -m kafkamc.checker.spark.cluster --workers 2     # runs until Ctrl-C
 """
 
 from __future__ import annotations
@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> None:
     """Start a cluster, print its master URL, and keep it up until Ctrl-C or SIGTERM."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m kafkamc.checker.spark_cluster", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m kafkamc.checker.spark.cluster", description=main.__doc__)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--cores", type=int, default=1, help="cores per worker")
     parser.add_argument("--memory", default="3g", help="memory per worker")

@@ -1,4 +1,4 @@
-"""What runs on the executors for the Spark search (checker/spark.py): the Part each partition
+"""What runs on the executors for the Spark search (checker/spark/search.py): the Part each partition
 keeps, the level's task, and the functions that expand a frontier, merge the successors into
 the visited set and count what the driver asks for at a stop.
 
@@ -29,13 +29,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-import kafkamc.checker.transport as transport
-from kafkamc.checker.codec import component_from_tuple
-from kafkamc.checker.explorer import cyclic_gc_paused
-from kafkamc.checker.fast import FastModel as Model
-from kafkamc.checker.level import Findings, expand_fresh
-from kafkamc.checker.spill import SpilledRuns
-from kafkamc.checker.visited import FingerprintSet
+import kafkamc.checker.engines.transport as transport
+from kafkamc.checker.cache.fast import FastModel as Model
+from kafkamc.checker.engines.explorer import cyclic_gc_paused
+from kafkamc.checker.engines.level import Findings, expand_fresh
+from kafkamc.checker.store.codec import component_from_tuple
+from kafkamc.checker.store.spill import SpilledRuns
+from kafkamc.checker.store.visited import FingerprintSet
 from kafkamc.spec.config import Config
 from kafkamc.spec.state import as_tuple
 
@@ -89,7 +89,7 @@ class _Task:
     level: int = 0
     unreached: tuple = ()  # reachability properties not seen before this level
     faults: tuple = ()  # FaultInjection, for tests
-    spill: str | None = None  # the folder of this run's spilled visited sets (checker/spill.py)
+    spill: str | None = None  # the folder of this run's spilled visited sets (checker/store/spill.py)
 
 
 def _maybe_fail(task: _Task, partition: int, stage: str) -> None:

@@ -1,7 +1,7 @@
 """`kafkamc check --simulate --engine spark`: the walks spread across Spark executors.
 
 The driver runs rounds: each round is one job of up to P tasks, each task a range of walk
-indices (checker/simulate.py, run_range) that comes back as one Batch. Walk i draws from
+indices (checker/simulation/simulate.py, run_range) that comes back as one Batch. Walk i draws from
 its own seed, so the Batches are those one process would make, and the driver adds them in
 index order (Tally): the counts, the distinct states (the union of the ranges' fingerprint
 sets) and the first violation are the local simulation's. Rounds start small and double,
@@ -9,7 +9,7 @@ so an early violation ends the run soon and a long run pays for few jobs. The vi
 is shrunk on the driver.
 
 Executors build the model and the invariants from the Config once per Python worker, as
-for the Spark search (checker/spark_tasks.py); everything here is a top-level name, so that
+for the Spark search (checker/spark/tasks.py); everything here is a top-level name, so that
 Spark pickles it by reference.
 """
 
@@ -20,9 +20,18 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
-from kafkamc.checker.search import Limits
-from kafkamc.checker.simulate import Batch, SimResult, Simulation, Tally, deadline_of, finish, gather, run_range
-from kafkamc.checker.spark_context import SparkJobFailed, _python_error, ship_package, spark_context
+from kafkamc.checker.engines.search import Limits
+from kafkamc.checker.simulation.simulate import (
+    Batch,
+    SimResult,
+    Simulation,
+    Tally,
+    deadline_of,
+    finish,
+    gather,
+    run_range,
+)
+from kafkamc.checker.spark.context import SparkJobFailed, _python_error, ship_package, spark_context
 from kafkamc.spec.config import Config
 
 if TYPE_CHECKING:
@@ -51,7 +60,7 @@ def _tools(task: _WalkTask):
     worker (Spark reuses workers across tasks), replaced when another configuration comes."""
     key = (task.cfg, task.checks.digest)
     if key not in _TOOLS:
-        from kafkamc.checker.fast import FastModel
+        from kafkamc.checker.cache.fast import FastModel
 
         _TOOLS.clear()
         _TOOLS[key] = (FastModel(task.cfg), task.checks)
@@ -99,7 +108,7 @@ def simulate_spark(
     sc=None,
     tools: tuple | None = None,
 ) -> SimResult:
-    """The simulation of checker/simulate.py with the walks on Spark, `tasks` tasks a round:
+    """The simulation of checker/simulation/simulate.py with the walks on Spark, `tasks` tasks a round:
     the same SimResult as simulate() for the same seed. sc: a running SparkContext to use
     (left running); otherwise one is started for this run. tools: the driver's (FastModel,
     InvariantSuite) of cfg, which shrink the violating walk; built here when not given.
@@ -109,7 +118,7 @@ def simulate_spark(
             return simulate_spark(cfg, invariants, sim, limits, tasks, None, None, progress, properties, own, tools)
     ship_package(sc)
     if tools is None:
-        from kafkamc.checker.fast import FastModel
+        from kafkamc.checker.cache.fast import FastModel
         from kafkamc.invariants.suite import InvariantSuite
 
         names = None if invariants is None else list(invariants)

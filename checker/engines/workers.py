@@ -1,7 +1,7 @@
 """Breadth-first search across N local processes (`kafkamc check --workers N`).
 
 The design is the Spark engine's, without Spark: worker w owns the states whose
-controller's fingerprint is w modulo N (checker/transport.py owner_key: states that share a controller
+controller's fingerprint is w modulo N (checker/engines/transport.py owner_key: states that share a controller
 share most step-cache entries, so each worker's caches serve it; with a split on the
 whole state's fingerprint every worker recomputed 80% of the cache and two workers were
 no faster than one), keeps their visited set and their part of the frontier. One BFS
@@ -15,9 +15,9 @@ level is one round:
    components, shipping a component itself only the first time that peer needs it: a
    whole state costs 13 microseconds to encode and decode, more than expanding it;
 3. each owner keeps the successors it has not visited, by smallest key, as its next
-   frontier (compact records: checker/frontier.py).
+   frontier (compact records: checker/store/frontier.py).
 
-Every state travels with its path key (checker/keys.py) and the smallest key wins each
+Every state travels with its path key (checker/store/keys.py) and the smallest key wins each
 choice: the first arrival of a state, the witness of a property, the violation reported.
 That is the order the single-process BFS meets them in, so counts, depth, coverage,
 witnesses and traces are the same. At a violation the counts cover the whole level the
@@ -40,11 +40,10 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from queue import Empty
 
-import kafkamc.checker.transport as transport
-from kafkamc.checker.contract import SearchModel
-from kafkamc.checker.frontier import Codec, Kept
-from kafkamc.checker.keys import decode_key
-from kafkamc.checker.level import (
+import kafkamc.checker.engines.transport as transport
+from kafkamc.checker.core.native_search import Attached, CoreVisited, core_for, expand_native
+from kafkamc.checker.engines.contract import SearchModel
+from kafkamc.checker.engines.level import (
     Findings,
     Tally,
     expand_fresh,
@@ -53,10 +52,11 @@ from kafkamc.checker.level import (
     limit_reached,
     smaller,
 )
-from kafkamc.checker.memory import peak_rss
-from kafkamc.checker.native_search import Attached, CoreVisited, core_for, expand_native
-from kafkamc.checker.search import Limits, Result
-from kafkamc.checker.visited import FingerprintSet
+from kafkamc.checker.engines.search import Limits, Result
+from kafkamc.checker.store.frontier import Codec, Kept
+from kafkamc.checker.store.keys import decode_key
+from kafkamc.checker.store.memory import peak_rss
+from kafkamc.checker.store.visited import FingerprintSet
 
 PEER_TIMEOUT_S = 600.0  # a peer that sends nothing for this long has died
 
@@ -75,15 +75,15 @@ class WorkerFailed(RuntimeError):
 class _Worker:
     def __init__(self, w: int, n: int, model, suite, inboxes: list, recording=None, core=None):
         self.w, self.n = w, n
-        self.graph = None if recording is None else recording.part()  # checker/graph.py
+        self.graph = None if recording is None else recording.part()  # checker/liveness/graph.py
         self.model, self.suite = model, suite
         self.inboxes = inboxes
         # With the native core (its module, or None), it expands this worker's part and holds
-        # its visited set (checker/native_search.py expand_native).
+        # its visited set (checker/core/native_search.py expand_native).
         groups = getattr(suite, "state_groups", None)
         self.attached = None if core is None else Attached(core, model, None, groups, keep=False)
         self.visited = FingerprintSet() if self.attached is None else CoreVisited(self.attached.core)
-        # The newest level this worker owns, compact (checker/frontier.py): each state's path
+        # The newest level this worker owns, compact (checker/store/frontier.py): each state's path
         # key, and where its record (fingerprint, serial numbers) starts in `records`.
         self.codec = Codec(model.fast)
         self.kept = Kept(self.codec.width)
@@ -299,7 +299,7 @@ def explore_workers(
     engine: str = "auto",
 ) -> Result:
     """Level-synchronous BFS over n forked worker processes; same contract as explore().
-    With `recording` (checker/graph.py), each worker records its part of the liveness graph,
+    With `recording` (checker/liveness/graph.py), each worker records its part of the liveness graph,
     which comes home when the search holds. `engine` as explore() takes it: each worker
     expands its part on the native core where it serves the search."""
     if n < 2:

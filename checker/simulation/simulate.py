@@ -5,10 +5,10 @@ Walk i draws every choice from its own generator, seeded by (seed, i), so a walk
 same whichever process runs it. Walks are taken in ranges (a Batch each); ranges added up
 in index order, up to the first that meets a violation, give the run's numbers: the
 smallest violating walk index wins, and what the walks after it did does not count. So one
-process, forked --workers (checker/sim_workers.py) and Spark executors
-(checker/spark_simulate.py) report the same counts, states and trace for one seed.
+process, forked --workers (checker/simulation/workers.py) and Spark executors
+(checker/spark/simulate.py) report the same counts, states and trace for one seed.
 
-The violating walk is shrunk (checker/shrink.py) before it becomes the counterexample.
+The violating walk is shrunk (checker/simulation/shrink.py) before it becomes the counterexample.
 TLC's -simulate mode walks the same way; Groce et al., "Swarm testing" (ISSTA 2012),
 argue for many short, differently steered runs over one long one.
 """
@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from kafkamc.checker.search import Limits, Result, Violation, progress_stats, replay_path
-from kafkamc.checker.shrink import shrink
-from kafkamc.checker.visited import FingerprintSet
+from kafkamc.checker.engines.search import Limits, Result, Violation, progress_stats, replay_path
+from kafkamc.checker.simulation.shrink import shrink
+from kafkamc.checker.store.visited import FingerprintSet
 
 NO_VIOLATION = "no violation found"  # the verdict when every walk ran clean: never "holds"
 DEADLINE_EVERY = 64  # steps between two looks at the clock inside a walk

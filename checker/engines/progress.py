@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from kafkamc.checker.memory import memory
+from kafkamc.checker.store.memory import memory
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text

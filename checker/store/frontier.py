@@ -4,7 +4,7 @@ A state waiting in the queue as Python objects cost about 400 bytes: its queue t
 State and its brokers' tuple, the Fresh and the list of the keys' parts the fast path hands
 back when it is expanded, and the int objects in them (tracemalloc, default check: 56 bytes
 per distinct state with a sixth of them queued; 12 here). The states of the fast path are made
-of interned components (checker/components.py), so a state is named by its components'
+of interned components (checker/cache/components.py), so a state is named by its components'
 serial numbers; a queued state here is one fixed-width record of unsigned 64-bit ints
 (node, depth, fingerprint, serial numbers) in flat arrays, 72 bytes at three brokers, and
 the State and its keys' parts are rebuilt when it is taken: about 2 microseconds, against
@@ -20,7 +20,7 @@ from array import array
 from collections import deque
 from collections.abc import Iterator
 
-from kafkamc.checker.visited import FingerprintMap
+from kafkamc.checker.store.visited import FingerprintMap
 from kafkamc.spec.state import State
 
 CHUNK = 1 << 12  # records per array: a level's queue grows and drains an array at a time
@@ -166,7 +166,7 @@ def queue_for(model, lifo: bool = False):
 
 
 class Kept:
-    """The states one worker keeps as its next frontier (checker/workers.py), compact: their
+    """The states one worker keeps as its next frontier (checker/engines/workers.py), compact: their
     fingerprints in order, an index from fingerprint to position (FingerprintMap), their path
     keys in one buffer (a level's keys all have one length), their components' serial numbers
     (4 bytes each), and the state invariants the few that break one break. A dict from

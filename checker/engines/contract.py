@@ -30,8 +30,8 @@ class Model(Protocol):
 
 class SearchModel(Model, Protocol):
     """What the fast engines add: stable fingerprints of canonical states, and the
-    transitions screened for the search (checker/fast.py, FastSuccessors.transitions).
-    How states travel between processes is the engines' own (checker/transport.py)."""
+    transitions screened for the search (checker/cache/fast.py, FastSuccessors.transitions).
+    How states travel between processes is the engines' own (checker/engines/transport.py)."""
 
     def fingerprint(self, state: State) -> int: ...
 

@@ -1,0 +1,1 @@
+"""The native search core (native/, `kafkamc._core`): loading it, and the search it runs."""

@@ -1,0 +1,1 @@
+"""`kafkamc check --simulate`: random walks, their dispatch across processes, and shrinking."""
