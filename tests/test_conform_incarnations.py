@@ -26,11 +26,13 @@ no step of theirs can make.
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 from kafkamc.realkafka import validate
 from kafkamc.realkafka.conform import load
+from kafkamc.realkafka.metadata_log import reregistrations
 from kafkamc.spec import fetch as fe
 from kafkamc.spec.config import Config
 from kafkamc.spec.next import NEXT
@@ -106,3 +108,26 @@ def test_the_model_before_issue_41_fails_at_the_expansion(recorded):
     v = validate.validate(fenced_first, (1, 2, 3), events)
     assert v.discrepancy is not None
     assert (v.discrepancy.index, v.discrepancy.reason) == (11, EXPANSION)
+
+
+def test_reregistrations_tell_a_registration_before_the_fence_from_one_after():
+    def line(offset, ms, payload):
+        return f"| offset: {offset} CreateTime: {ms} keySize: -1 payload: {json.dumps(payload)}"
+
+    def reg(b, epoch, fenced):
+        return {"type": "REGISTER_BROKER_RECORD", "data": {"brokerId": b, "brokerEpoch": epoch, "fenced": fenced}}
+
+    fence = {"type": "BROKER_REGISTRATION_CHANGE_RECORD", "data": {"brokerId": 3, "brokerEpoch": 7, "fenced": 1}}
+    unfence = {"type": "BROKER_REGISTRATION_CHANGE_RECORD", "data": {"brokerId": 3, "brokerEpoch": 5, "fenced": -1}}
+    dump = "\n".join(
+        line(o, ms, p)
+        for o, ms, p in [
+            (0, 1000, reg(3, 2, True)),  # the first registration is no re-registration
+            (1, 1100, unfence),
+            (2, 5000, reg(3, 5, True)),  # the old incarnation still unfenced: before its fence
+            (3, 5100, unfence),
+            (4, 9000, fence),  # the periodic fence (maybeFenceOneStaleBroker)
+            (5, 9500, reg(3, 7, True)),  # after it
+        ]
+    )
+    assert reregistrations(dump) == [(5.0, 3, True), (9.5, 3, False)]
