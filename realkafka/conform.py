@@ -168,7 +168,17 @@ class Run:
             self.say(f"  broker {b} not back in the cluster's metadata: {e}")
 
     def reassign(self, index: int) -> None:
-        replicas = client.describe(self.c.bootstrap_of(self.running()), TOPIC)["replicas"]
+        for attempt in range(6):
+            # Admin requests go to the metadata's "controller", a random unfenced broker
+            # (KRaftMetadataCache.getRandomAliveBrokerId): a killed broker whose session has not
+            # expired yet may be the one, and a new admin client picks again.
+            try:
+                replicas = client.describe(self.c.bootstrap_of(self.running()), TOPIC)["replicas"]
+                break
+            except Exception as e:
+                if attempt == 5:
+                    raise
+                self.say(f"  describe before the reassignment failed ({e}); again")
         outside = [b for b in self.brokers if b not in replicas]
         if not outside:
             return
