@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -170,7 +169,8 @@ class Play:
         return self.result
 
 
-def reproduce(version: str, folder: Path, say: Callable[[str], None] = print) -> Result:
+def reproduce(version: str, folder: Path | None, say: Callable[[str], None] = print) -> Result:
+    """One run; the logs are kept in folder (None: a temporary folder, removed)."""
     settings = Settings(session_timeout_ms=SESSION_MS, replica_lag_ms=LAG_MS, elr=True, network=True)
     with kraft_cluster(version, 3, settings, folder=folder) as c:
         return Play(c, say).run()
@@ -181,9 +181,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--kafka-version", default="4.4.0")
     ap.add_argument("--keep", type=Path, default=None, help="a folder for the logs (kept)")
     args = ap.parse_args(argv)
-    folder = args.keep or Path(tempfile.mkdtemp(prefix="kafkamc-unregistered-"))
-    r = reproduce(args.kafka_version, folder)
-    print(("LOST: r1 acknowledged at offset 0, r2 acknowledged at offset 0" if r.lost else "not lost") + f"; {folder}")
+    r = reproduce(args.kafka_version, args.keep)
+    where = f"; logs in {args.keep}" if args.keep else ""
+    print(("LOST: r1 acknowledged at offset 0, r2 acknowledged at offset 0" if r.lost else "not lost") + where)
     return 1 if r.lost else 0
 
 
