@@ -166,7 +166,9 @@ def _summary(outcomes: list) -> None:
     click.echo(
         f"{len(outcomes)} runs: {consistent} consistent with the model, "
         f"{sum(o.events for o in outcomes)} observations, {sum(o.cuts for o in outcomes)} cuts, "
-        f"{sum(o.seconds for o in outcomes) / len(outcomes):.0f} s per run"
+        f"{sum(o.seconds for o in outcomes) / len(outcomes):.0f} s per run; restarts registered before the "
+        f"previous incarnation's fence: {sum(o.early or 0 for o in outcomes)}, after it: "
+        f"{sum(o.late or 0 for o in outcomes)}"
     )
 
 

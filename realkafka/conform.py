@@ -32,7 +32,7 @@ from typing import Any
 
 from kafkamc.realkafka import client, validate
 from kafkamc.realkafka.cluster import Cluster, Settings, kraft_cluster
-from kafkamc.realkafka.metadata_log import batches
+from kafkamc.realkafka.metadata_log import batches, reregistrations
 from kafkamc.realkafka.observe import ControllerView, batch_view, checkpoint, epoch_cache, read_log
 from kafkamc.realkafka.schedule import schedule
 from kafkamc.spec.config import Config
@@ -58,10 +58,16 @@ class Setup:
         return validate.model_config(self.rf, self.brokers, self.minisr, self.unclean, self.elr)
 
     def settings(self) -> Settings:
-        # Short timeouts so that a stall shrinks the ISR in seconds and a zombie is fenced in four.
+        # Short timeouts so that a stall shrinks the ISR in seconds and a zombie is fenced in ten.
+        # The session outlasts a kill, its cut and the new JVM's start (about 3 s), so that a
+        # restarted process fetches before it may register (broker epoch -1); the controller
+        # checks for stale sessions every eighth of it (QuorumController.
+        # maybeFenceStaleBrokerPeriodNs) and a refused registration is retried every heartbeat
+        # interval (BrokerLifecycleManager.scheduleNextCommunicationAfterFailure), so a new
+        # incarnation may register before or after the fence of the old one.
         # The readers' consumer group needs __consumer_offsets: one partition, not fifty.
         return Settings(
-            session_timeout_ms=4000,
+            session_timeout_ms=10000,
             heartbeat_ms=500,
             replica_lag_ms=2000,
             elr=self.elr,
@@ -85,7 +91,7 @@ class Run:
         self.events: list[dict[str, Any]] = []
         self.reads: list[tuple[float, list[tuple[int, str]]]] = []
         self.sent = 0
-        self.killed: dict[int, float] = {}  # broker -> when it was killed (monotonic)
+        self.starting: set[int] = set()  # restarted, perhaps not registered yet
         self.producer: client.Producer | None = None
 
     def note(self, kind: str, t: float | None = None, **fields: Any) -> None:
@@ -118,22 +124,26 @@ class Run:
     def step(self, step: dict[str, Any]) -> None:
         do, b = step["do"], int(step.get("broker", 0))
         s = self.setup.settings()
+        if do not in ("produce", "kill"):
+            # A process not registered yet answers no request and has no session to shut down
+            # in: a pause, a shutdown, an election or a reassignment waits for the registrations.
+            for started in sorted(self.starting):
+                self.wait_registered(started)
+            self.starting.clear()
         if do == "produce":
             self.send()
         elif do == "kill":
             self.c.kill(b)
             self.note("kill", broker=b)
-            self.killed[b] = time.monotonic()
+            self.starting.discard(b)
         elif do == "restart":
-            # The validator's model (the newest preset, incarnations=fenced_first) registers a
-            # restarted broker only once its old incarnation is fenced. Kafka registers a new
-            # incarnation once the old session expired, fenced or not, and fetches before that
-            # (docs/KAFKA.md, "Broker incarnations"; incarnations=kraft_steps models it), so
-            # until the validator runs kraft_steps a restart waits out the session timeout.
-            self.idle(max(0.0, self.killed.pop(b, 0.0) + s.session_timeout_ms / 1000 + 2.0 - time.monotonic()))
+            # At once, killed or not: the new process fetches with broker epoch -1 and registers
+            # once the old session expired, before or after the fence (the validator's model
+            # runs incarnations=kraft_steps; docs/KAFKA.md, "Broker incarnations"). Its cut comes
+            # before it registered; only a later step that needs it registered waits (above).
             self.note("restart", args=[b])
             self.c.start(b)
-            self.wait_registered(b)
+            self.starting.add(b)
         elif do in ("stall", "zombie"):
             self.note("pause", broker=b)
             self.c.pause(b)
@@ -158,7 +168,17 @@ class Run:
             self.say(f"  broker {b} not back in the cluster's metadata: {e}")
 
     def reassign(self, index: int) -> None:
-        replicas = client.describe(self.c.bootstrap_of(self.running()), TOPIC)["replicas"]
+        for attempt in range(6):
+            # Admin requests go to the metadata's "controller", a random unfenced broker
+            # (KRaftMetadataCache.getRandomAliveBrokerId): a killed broker whose session has not
+            # expired yet may be the one, and a new admin client picks again.
+            try:
+                replicas = client.describe(self.c.bootstrap_of(self.running()), TOPIC)["replicas"]
+                break
+            except Exception as e:
+                if attempt == 5:
+                    raise
+                self.say(f"  describe before the reassignment failed ({e}); again")
         outside = [b for b in self.brokers if b not in replicas]
         if not outside:
             return
@@ -302,6 +322,10 @@ class Outcome:
     interrupted: bool = False
     steps: int = 0  # schedule steps played
     scheduled: int = 0
+    # New incarnations registered while the previous one was unfenced (before its fence), and
+    # after it; None without the metadata log (a bare observations.json).
+    early: int | None = None
+    late: int | None = None
 
 
 def run(setup: Setup, seed: int, faults: int, folder: Path, say: Callable[[str], None] = print) -> Outcome:
@@ -341,6 +365,9 @@ def check(folder: Path, out: Outcome, say: Callable[[str], None], actions: tuple
     out.validation = validate.validate(setup.config(), tuple(range(1, setup.rf + 1)), events, actions=actions)
     acks = [e for e in events if e["kind"] == "ack"]
     out.broken = promises(setup, acks, [(t, [tuple(x) for x in r]) for t, r in data["reads"]])
+    if (folder / "metadata.txt").exists():
+        again = reregistrations((folder / "metadata.txt").read_text())
+        out.early, out.late = sum(e for _t, _b, e in again), sum(not e for _t, _b, e in again)
     report(folder, setup, out, events, say, data.get("seed"))
     return out
 
@@ -391,6 +418,8 @@ def report(
         lines.append(f"not validated past observation {v.too_large}: more than {validate.MAX_FRONTIER} model states")
     else:
         lines.append("consistent: every observation is one the model can make")
+    if out.early is not None and out.late is not None and out.early + out.late:
+        lines.append(f"restarts: {out.early} registered before the previous incarnation's fence, {out.late} after it")
     for p in out.broken or []:
         allowed = " (allowed: unclean.leader.election.enable=true)" if setup.unclean else ""
         lines.append(f"PROMISE BROKEN{allowed}: {p}")

@@ -132,3 +132,23 @@ def history(dump: str, topic: str, partition: int = 0) -> list[dict[str, Any]]:
         if b.partition is not None and (not out or out[-1] != b.partition):
             out.append(b.partition)
     return out
+
+
+def reregistrations(dump: str) -> list[tuple[float, int, bool]]:
+    """Each registration of a new incarnation of a broker already registered: its time, the
+    broker, and whether the previous incarnation was still unfenced (ClusterControlManager.
+    registerBroker accepts a new incarnation once the old session expired, whether or not
+    maybeFenceOneStaleBroker fenced it; the registration cleans it up then)."""
+    brokers: dict[int, dict[str, bool]] = {}
+    out = []
+    for line in dump.splitlines():
+        if "payload: " not in line or not line.startswith("| offset:"):
+            continue
+        rec = json.loads(line.split("payload: ", 1)[1])
+        kind, data = rec.get("type"), rec.get("data", {})
+        if kind.startswith(("REGISTER_BROKER", "UNREGISTER_BROKER", "FENCE_BROKER", "UNFENCE_BROKER", "BROKER_REG")):
+            b = int(data.get("brokerId", data.get("id", -1)))
+            if kind == "REGISTER_BROKER_RECORD" and b in brokers:
+                out.append((int(line.split()[4]) / 1000, b, not brokers[b]["fenced"]))
+            _apply_broker(brokers, kind, data)
+    return out

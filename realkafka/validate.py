@@ -70,9 +70,12 @@ MAX_FRONTIER = 400_000  # states kept at once; past it the run cannot be validat
 
 
 def model_config(rf: int, brokers: int, minisr: int, unclean: bool, elr: bool = True) -> Config:
-    """The model of a real cluster: the newest preset (Kafka 4.x), ELR as the cluster was
-    formatted, acks=all, no automatic rebalance (the cluster runs without it: an election is ours)."""
-    protocol = PRESETS[NEWEST] if elr else PRESETS[NEWEST].with_rules(elr="off")
+    """The model of a real cluster: the newest preset (Kafka 4.x) with a restart as the steps Kafka
+    takes (incarnations=kraft_steps: the process starts and fetches with broker epoch -1, registers
+    once the old session expired, fenced or not, and is unfenced by a heartbeat), ELR as the
+    cluster was formatted, acks=all, no automatic rebalance (the cluster runs without it: an
+    election is ours)."""
+    protocol = PRESETS[NEWEST].with_rules(incarnations="kraft_steps", **({} if elr else {"elr": "off"}))
     return Config(
         rf=rf,
         broker_count=brokers,

@@ -38,6 +38,9 @@ def test_a_short_run_is_consistent_and_a_broken_model_is_not(kafkamc_cli, tmp_pa
     report = (run / "report.txt").read_text().splitlines()
     assert report[0].startswith(config + ": ")
     assert report[2] == "consistent: every observation is one the model can make"
+    # Killed brokers restart at once (issue 41): each new incarnation registered before or after
+    # the controller fenced the old one, and the report counts both.
+    assert report[3].startswith("restarts: ") and report[3].endswith(" after it")
     assert {"observations.json", "metadata.txt", "report.txt", "cluster"} <= {p.name for p in run.iterdir()}
     broken = check(run, Outcome(run), lambda _line: None, actions=mutant("Fetch", step=follower_ignores_hw))
     assert broken.validation is not None and broken.validation.discrepancy is not None
