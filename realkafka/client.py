@@ -53,6 +53,7 @@ def log_file(path: Path) -> Iterator[logging.Logger]:
     librdkafka logs each refused connection and each handle's teardown, which on a terminal would
     bury the run's own report. Not registered with logging (no global state), closed at the end."""
     logger = logging.Logger(f"librdkafka {path}", logging.DEBUG)
+    path.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(path)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     logger.addHandler(handler)

@@ -328,7 +328,7 @@ def run_once(
     settings = replace(settings, patched=patched)
     with (
         kraft_cluster(version, 3, settings, folder=folder) as cluster,
-        client.log_file(cluster.folder / LIBRDKAFKA_LOG) as logger,
+        client.log_file(cluster.folder / "logs" / LIBRDKAFKA_LOG) as logger,
     ):
         clients = client.Clients(logger)
         try:
@@ -354,7 +354,7 @@ def story(o: Outcome) -> str:
         out.append(f"{name} (state-change and log lines):")
         out += [f"  {ln[:400]}" for ln in lines]
     out.append("stalls: " + ", ".join(f"{k} {v:.1f} s" for k, v in o.stalls_s.items()))
-    out.append(f"client handles: {o.clients} (librdkafka's log: {LIBRDKAFKA_LOG} in the run's folder)")
+    out.append(f"client handles: {o.clients}; librdkafka's log: logs/{LIBRDKAFKA_LOG} of the run's folder (--keep)")
     verdict = (
         f"LOST: r1 acknowledged at offset {o.acked_offset}; offset {o.acked_offset} now holds {o.offset_now_holds!r}"
         if o.lost
