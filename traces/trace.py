@@ -114,6 +114,9 @@ class Trace:
     property_file: PropertyFile | None = None  # where the invariant or reached property is declared
     loop: int | None = None  # a liveness lasso: the step its cycle starts at (the last state equals it)
 
+    def __post_init__(self) -> None:
+        self.config = self.config.bounded(BOUNDS)  # a file lists every bound (a caller's Config may not)
+
     @property
     def length(self) -> int:
         return len(self.steps) - 1
