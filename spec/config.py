@@ -101,7 +101,7 @@ class Config:
                 object.__setattr__(out, f.name, getattr(self, f.name))
         given = dict(self.limits)
         named = {k: given.pop(k) for k in [k for k in given if k.startswith("max_")]}
-        out._fix((*self.known_bounds, *(b for b in bounds if b not in self.known_bounds)), given, named)
+        out._fix(tuple(dict.fromkeys((*self.known_bounds, *bounds))), given, named)
         return out
 
     def _settings(self) -> tuple:
@@ -113,7 +113,10 @@ class Config:
         if not isinstance(other, Config):
             return NotImplemented
         both = (*self.known_bounds, *(b for b in other.known_bounds if b not in self.known_bounds))
-        mine, theirs = (self.bounded(both), other.bounded(both)) if both else (self, other)
+        try:
+            mine, theirs = (self.bounded(both), other.bounded(both)) if both else (self, other)
+        except TypeError:  # a setting the other side's bounds do not have: not the same configuration
+            return False
         return self._settings() == other._settings() and dict(mine.limits) == dict(theirs.limits)
 
     def __hash__(self) -> int:
