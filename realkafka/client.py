@@ -83,10 +83,16 @@ class Clients:
             self.created += 1
         return self._admins[bootstrap]
 
-    def describe(self, bootstrap: str, topic: str, partition: int = 0, timeout: float = 10.0) -> dict[str, Any]:
+    def describe(
+        self, bootstrap: str, topic: str, brokers: set[int], partition: int = 0, timeout: float = 10.0
+    ) -> dict[str, Any]:
+        """Leader, replicas and ISR as one of `brokers` (those of bootstrap) has them in its
+        metadata. A kept handle has learnt every broker and asks any it is connected to, such
+        as one shutting down with stale metadata; an answer from outside `brokers` is refused
+        (a LookupError), as a new handle would only have asked those of bootstrap."""
         admin = self.admin(bootstrap)
         try:
-            return describe(bootstrap, topic, partition, timeout, admin=admin)
+            return answered_by(admin.list_topics(topic, timeout=timeout), topic, partition, brokers)
         finally:
             admin.poll(0)  # hand what librdkafka logged meanwhile to the logger
 
@@ -139,6 +145,14 @@ def create_topic(
     config = {"min.insync.replicas": str(min_isr), "unclean.leader.election.enable": str(unclean).lower()}
     new = NewTopic(topic, num_partitions=1, replica_assignment=[replicas], config=config)
     admin.create_topics([new], request_timeout=timeout)[topic].result(timeout)
+
+
+def answered_by(metadata: Any, topic: str, partition: int, brokers: set[int]) -> dict[str, Any]:
+    """describe()'s answer from a Metadata response (ClusterMetadata), if one of `brokers` sent it."""
+    if metadata.orig_broker_id not in brokers:
+        raise LookupError(f"answered by broker {metadata.orig_broker_id}, not one of {sorted(brokers)}")
+    p = metadata.topics[topic].partitions[partition]
+    return {"leader": p.leader, "replicas": list(p.replicas), "isr": list(p.isrs)}
 
 
 def describe(

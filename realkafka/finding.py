@@ -125,7 +125,7 @@ def _checkpointed_hw(cluster: Cluster, node: int) -> int | None:
 
 def _describe(k: client.Clients, cluster: Cluster, nodes: list[int]) -> dict[str, Any] | None:
     try:
-        return k.describe(cluster.bootstrap_of(nodes), TOPIC, timeout=3.0)
+        return k.describe(cluster.bootstrap_of(nodes), TOPIC, set(nodes), timeout=3.0)
     except Exception:
         return None
 
