@@ -84,15 +84,22 @@ class Clients:
         return self._admins[bootstrap]
 
     def describe(
-        self, bootstrap: str, topic: str, brokers: set[int], partition: int = 0, timeout: float = 10.0
+        self, bootstrap: str, topic: str, partition: int = 0, timeout: float = 10.0, keep: bool = True
     ) -> dict[str, Any]:
-        """Leader, replicas and ISR as one of `brokers` (those of bootstrap) has them in its
-        metadata. A kept handle has learnt every broker and asks any it is connected to, such
-        as one shutting down with stale metadata; an answer from outside `brokers` is refused
-        (a LookupError), as a new handle would only have asked those of bootstrap."""
-        admin = self.admin(bootstrap)
+        """describe() through the kept admin of bootstrap, or with keep=False a new one. A kept
+        handle has learnt every broker and asks whichever it is connected to (on a real cluster
+        its answers for a bootstrap of broker 3 alone came from broker 2, every time), so a
+        question for some brokers only, such as the live ones while another shuts down with stale
+        metadata, needs a new handle: its first answer comes from its bootstrap brokers."""
+        if keep:
+            admin = self.admin(bootstrap)
+        else:
+            from confluent_kafka.admin import AdminClient
+
+            admin = AdminClient({"bootstrap.servers": bootstrap, **_log(self.logger)})
+            self.created += 1
         try:
-            return answered_by(admin.list_topics(topic, timeout=timeout), topic, partition, brokers)
+            return describe(bootstrap, topic, partition, timeout, admin=admin)
         finally:
             admin.poll(0)  # hand what librdkafka logged meanwhile to the logger
 
@@ -145,14 +152,6 @@ def create_topic(
     config = {"min.insync.replicas": str(min_isr), "unclean.leader.election.enable": str(unclean).lower()}
     new = NewTopic(topic, num_partitions=1, replica_assignment=[replicas], config=config)
     admin.create_topics([new], request_timeout=timeout)[topic].result(timeout)
-
-
-def answered_by(metadata: Any, topic: str, partition: int, brokers: set[int]) -> dict[str, Any]:
-    """describe()'s answer from a Metadata response (ClusterMetadata), if one of `brokers` sent it."""
-    if metadata.orig_broker_id not in brokers:
-        raise LookupError(f"answered by broker {metadata.orig_broker_id}, not one of {sorted(brokers)}")
-    p = metadata.topics[topic].partitions[partition]
-    return {"leader": p.leader, "replicas": list(p.replicas), "isr": list(p.isrs)}
 
 
 def describe(
