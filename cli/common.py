@@ -161,7 +161,7 @@ def build_config(options: dict) -> Config:
     protocol = build_protocol(o.pop("era"), o.pop("rules"), o.pop("elr"))
     if o["broker_count"] is None:
         o["broker_count"] = 0  # as many as --rf
-    return Config(protocol=protocol, **o).validated()
+    return Config(protocol=protocol, **o).bounded(BOUNDS).validated()
 
 
 def _former_flags(o: dict) -> None:

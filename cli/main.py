@@ -40,6 +40,7 @@ from kafkamc.invariants.properties import PropertiesError, PropertyFile
 from kafkamc.invariants.reach import catalog as reach_catalog
 from kafkamc.jobs.run import run_check
 from kafkamc.spec.config import Config, ConfigError
+from kafkamc.spec.next import BOUNDS
 from kafkamc.traces.trace import TraceError
 
 
@@ -313,7 +314,7 @@ def list_invariants(properties_file, as_json):
     invs, reach = (), ()
     if properties_file:
         found = PropertyFile.read(properties_file)
-        found.built(Config().validated())  # a body that fails is reported here, not at the first check
+        found.built(Config().bounded(BOUNDS))  # a body that fails is reported here, not at the first check
         invs, reach = found.declared()
     rows = [(inv.name, inv.tier, inv.kind, inv.meaning) for inv in INVARIANTS + invs]
     rows += [(r.name, "user", "reach", r.meaning) for r in reach]

@@ -14,6 +14,7 @@ from itertools import combinations
 import z3
 from kafkamc.invariants.view import View
 from kafkamc.spec.config import Config
+from kafkamc.spec.produce import RECORDS
 
 Parts = list[tuple[str, z3.BoolRef]]
 
@@ -31,7 +32,7 @@ class Invariant:
 
 
 def _offsets(cfg: Config) -> range:
-    return range(cfg.max_records)
+    return range(cfg.bound(RECORDS))
 
 
 def no_committed_data_loss(cfg: Config, V: View) -> Parts:
@@ -83,7 +84,7 @@ def acked_durability(cfg: Config, V: View) -> Parts:
             f"acknowledged record {r} is in leader {b}'s log",
             z3.Implies(z3.And(V.acked[r], V.true_leader_is(b)), V.has_record(b, r)),
         )
-        for r in range(1, cfg.max_records + 1)
+        for r in range(1, cfg.bound(RECORDS) + 1)
         for b in cfg.brokers
     ]
 
@@ -202,7 +203,7 @@ def acked_write_survives(cfg: Config, V: View) -> Parts:
             f"acknowledged record {r} is on some broker's disk",
             z3.Implies(V.acked[r], z3.Or([V.has_record(b, r) for b in cfg.brokers])),
         )
-        for r in range(1, cfg.max_records + 1)
+        for r in range(1, cfg.bound(RECORDS) + 1)
     ]
 
 
@@ -234,7 +235,7 @@ def last_known_leader_kept(cfg: Config, V: View) -> Parts:
 
 def well_formed(cfg: Config, V: View) -> Parts:
     parts: Parts = []
-    R = cfg.max_records
+    R = cfg.bound(RECORDS)
     for b in cfg.brokers:
         parts.append((f"0 <= hw[{b}] <= leo[{b}]", z3.And(0 <= V.hw[b], V.hw[b] <= V.leo[b])))
         parts.append((f"epoch[{b}] <= controller epoch", V.epoch[b] <= V.c_epoch))

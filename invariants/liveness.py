@@ -25,6 +25,7 @@ import z3
 from kafkamc.invariants.compile import Conjunction
 from kafkamc.invariants.view import View, z3_value
 from kafkamc.spec.config import Config
+from kafkamc.spec.produce import RECORDS
 
 FAIRNESS = (
     "weak fairness for each step of the protocol: a follower's fetch and OffsetsForLeaderEpoch, "
@@ -84,7 +85,7 @@ def acked_eventually_fully_replicated(cfg: Config, V: View) -> list[Obligation]:
             z3.And(V.acked[r], V.true_leader_is(leader), V.has_record(leader, r), V.in_isr[b], V.alive[b]),
             V.has_record(b, r),
         )
-        for r in range(1, cfg.max_records + 1)
+        for r in range(1, cfg.bound(RECORDS) + 1)
         for leader in cfg.brokers
         for b in cfg.brokers
     ]

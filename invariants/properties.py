@@ -28,6 +28,7 @@ from kafkamc.invariants.catalog import INVARIANTS, Invariant, Parts
 from kafkamc.invariants.reach import Reachable
 from kafkamc.invariants.view import View
 from kafkamc.spec.config import Config
+from kafkamc.spec.produce import RECORDS
 
 TIER = "user"  # what `kafkamc invariants` prints for a property from a file
 
@@ -58,7 +59,7 @@ def isr_size(cfg: Config, V: View) -> z3.ArithRef:
 
 def newly_acked(cfg: Config, P: View, V: View) -> z3.BoolRef:
     """Some record was acknowledged to its producer in this step."""
-    return z3.Or([z3.And(z3.Not(P.acked[r]), V.acked[r]) for r in range(1, cfg.max_records + 1)] or [False])
+    return z3.Or([z3.And(z3.Not(P.acked[r]), V.acked[r]) for r in range(1, cfg.bound(RECORDS) + 1)] or [False])
 
 
 @dataclass(frozen=True)

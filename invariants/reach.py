@@ -13,7 +13,15 @@ from dataclasses import dataclass
 
 import z3
 from kafkamc.invariants.view import View
+from kafkamc.spec.alter_partition import ISR_SHRINKS
+from kafkamc.spec.broker_lifecycle import CRASHES, FENCES, UNCLEAN_CRASHES
 from kafkamc.spec.config import Config
+from kafkamc.spec.controlled_shutdown import CONTROLLED_SHUTDOWNS
+from kafkamc.spec.produce import RECORDS
+from kafkamc.spec.reassignment import CANCELS, REASSIGNMENTS
+
+# Each bound is read from its declaration with Config.bound (its default when not given): CRASHES is
+# --max-clean-shutdowns and UNCLEAN_CRASHES --max-hard-crashes (the counters kept their old names).
 
 
 @dataclass(frozen=True)
@@ -95,24 +103,24 @@ def _outages(c: Config) -> int:
     """Brokers the controller may fence: each clean shutdown and hard crash ends in a session
     timeout, each fence is one, each controlled shutdown ends in one; every one takes a replica
     out of the ISR, the leader included."""
-    return c.max_clean_shutdowns + c.max_hard_crashes + c.max_fences + c.max_controlled_shutdowns
+    return c.bound(CRASHES) + c.bound(UNCLEAN_CRASHES) + c.bound(FENCES) + c.bound(CONTROLLED_SHUTDOWNS)
 
 
 def _clean_exits(c: Config) -> int:
     """Ways out of the ISR that leave the replica eligible (clean, or alive): clean and
     controlled shutdowns and fences."""
-    return c.max_clean_shutdowns + c.max_fences + c.max_controlled_shutdowns
+    return c.bound(CRASHES) + c.bound(FENCES) + c.bound(CONTROLLED_SHUTDOWNS)
 
 
 def _can_empty(c: Config) -> bool:
     """Whether every replica can leave the ISR: rf removals, of which the last a fence (a
     leader never shrinks itself away; an ISR shrink removes only followers)."""
-    return _outages(c) >= 1 and c.max_isr_shrinks + _outages(c) >= c.rf
+    return _outages(c) >= 1 and c.bound(ISR_SHRINKS) + _outages(c) >= c.rf
 
 
 def hw_expected(c: Config) -> bool:
     """One record is enough: the full initial ISR is at min.insync.replicas."""
-    return c.max_records > 0
+    return c.bound(RECORDS) > 0
 
 
 def elr_election_expected(c: Config) -> bool:
@@ -124,7 +132,7 @@ def elr_election_expected(c: Config) -> bool:
     when the ISR emptied (else one is elected uncleanly and the ELR cleared)."""
     if c.rule("elr") != "on" or not _can_empty(c):
         return False
-    registered_elr = c.effective_minisr >= 2 and c.max_isr_shrinks + _clean_exits(c) >= 1
+    registered_elr = c.effective_minisr >= 2 and c.bound(ISR_SHRINKS) + _clean_exits(c) >= 1
     returning = _clean_exits(c) >= 1 and (not c.unclean or _outages(c) >= c.rf)
     return registered_elr or returning
 
@@ -141,13 +149,13 @@ def recovering_election_expected(c: Config) -> bool:
     if c.rule("elr") != "on":
         return c.unclean and c.rf >= 2
     m = c.effective_minisr
-    if c.max_hard_crashes >= m:
+    if c.bound(UNCLEAN_CRASHES) >= m:
         return True
     if not c.unclean:
         return False
     if c.rf > m:
         return _outages(c) >= m
-    return _outages(c) >= c.rf and c.max_hard_crashes >= 1
+    return _outages(c) >= c.rf and c.bound(UNCLEAN_CRASHES) >= 1
 
 
 def recovered_expected(c: Config) -> bool:
@@ -162,18 +170,18 @@ def healthy_follower_shrunk_expected(c: Config) -> bool:
     (the leader counts an unknown follower end offset as -1). Such a shrink spends no budget: the
     bound counts the shrinks that follow a stall. Under replica.lag.time.max.ms a shrink needs a
     stalled follower."""
-    return c.rule("isr_lag") == "messages" and c.rf >= 2 and c.max_records >= 1
+    return c.rule("isr_lag") == "messages" and c.rf >= 2 and c.bound(RECORDS) >= 1
 
 
 def reassignment_completed_expected(c: Config) -> bool:
     """A broker outside the replica set to move to, one reassignment, and nothing else: the
     incoming replica fetches, catches up and joins the ISR with no budget spent."""
-    return c.max_reassignments >= 1 and len(c.brokers) > c.rf
+    return c.bound(REASSIGNMENTS) >= 1 and len(c.brokers) > c.rf
 
 
 def reassignment_cancelled_expected(c: Config) -> bool:
     """A move started and a cancel allowed: the cancel is enabled as soon as the move starts."""
-    return reassignment_completed_expected(c) and c.max_reassignment_cancels >= 1
+    return reassignment_completed_expected(c) and c.bound(CANCELS) >= 1
 
 
 def acked_with_down_expected(k: int) -> Callable[[Config], bool]:
@@ -183,8 +191,8 @@ def acked_with_down_expected(k: int) -> Callable[[Config], bool]:
         return (
             c.track_down
             and c.acks == "all"
-            and c.max_records >= 1
-            and c.max_clean_shutdowns + c.max_hard_crashes + c.max_controlled_shutdowns >= k
+            and c.bound(RECORDS) >= 1
+            and c.bound(CRASHES) + c.bound(UNCLEAN_CRASHES) + c.bound(CONTROLLED_SHUTDOWNS) >= k
             and c.rf - k >= c.effective_minisr
         )
 

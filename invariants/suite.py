@@ -13,6 +13,7 @@ from kafkamc.invariants.reach import catalog as reach_catalog
 from kafkamc.invariants.source import ShippedChecks, groups_of
 from kafkamc.invariants.view import View, z3_value
 from kafkamc.spec.config import Config
+from kafkamc.spec.next import BOUNDS
 
 
 @dataclass
@@ -46,7 +47,8 @@ class _Compiled:
 
 class InvariantSuite:
     def __init__(self, cfg: Config, names: list[str] | None = None, properties: PropertyFile | None = None):
-        self.cfg = cfg
+        # Next's bounds fixed (a no-op for a command's configuration): properties read cfg.max_records.
+        self.cfg = cfg = cfg.bounded(BOUNDS)
         self.V = View(cfg, "", "s")
         self.P = View(cfg, "prev.", "p")
         user_invs, user_reach = properties.declared() if properties is not None else ((), ())

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import z3
 from kafkamc.invariants.reads import SPEC_FUNCTIONS
 from kafkamc.spec.config import Config
+from kafkamc.spec.produce import RECORDS
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class View:
         self.prefix = prefix
         self.state_name = state_name
         self.vars: dict[str, Var] = {}
-        n, R = state_name, cfg.max_records
+        n, R = state_name, cfg.bound(RECORDS)
         # Locals the sources read; a compiled function keeps only the ones it needs. A log
         # and its length are read once here rather than in every offset's variable.
         self.prelude = [

@@ -18,6 +18,7 @@ import time
 from dataclasses import replace
 
 from kafkamc.spec.config import Config
+from kafkamc.spec.next import BOUNDS
 
 BENCH_CONFIG = Config()  # the default check: `kafkamc check --rf 3 --minisr 2`
 # Past a million distinct states (reduced; six times as many unreduced): rf 3, min ISR 2,
@@ -71,7 +72,7 @@ QUICK = (
 
 
 def describe(cfg: Config) -> str:
-    bounds = " ".join(f"{k}={v}" for k, v in cfg.bounds().items())
+    bounds = " ".join(f"{k}={v}" for k, v in cfg.bounded(BOUNDS).bounds().items())
     return f"rf={cfg.rf} minisr={cfg.minisr} symmetry={'on' if cfg.symmetry else 'off'} {bounds}"
 
 

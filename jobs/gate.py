@@ -21,7 +21,9 @@ from kafkamc.invariants.catalog import INVARIANTS
 from kafkamc.invariants.liveness import CATALOG as LIVENESS
 from kafkamc.invariants.liveness import is_liveness
 from kafkamc.jobs.run import CheckRun, run_check
-from kafkamc.spec.config import BY_SETTING, Config, ConfigError, bound_settings
+from kafkamc.spec.bounds import bound_settings, by_setting
+from kafkamc.spec.config import Config, ConfigError
+from kafkamc.spec.next import BOUNDS
 from kafkamc.spec.protocol import ProtocolError, preset
 from kafkamc.traces.html import write as write_html
 
@@ -32,7 +34,9 @@ class GateError(ValueError):
 
 # Bounds by their setting or a former name of it (max_crashes, ...): gate files written for
 # the previous release still run, with a warning.
-CONFIG_KEYS = ({f.name for f in fields(Config)} - {"protocol", "track_down", "limits"}) | set(BY_SETTING)
+BY_SETTING = by_setting(BOUNDS)
+CONFIG_KEYS = {f.name for f in fields(Config)} - {"protocol", "track_down", "limits", "known_bounds"}
+CONFIG_KEYS |= set(BY_SETTING)
 # The search limits `kafkamc check` takes as --max-states and --max-depth, besides time_limit.
 SEARCH_LIMITS = ("max_states", "max_depth")
 ENTRY_KEYS = CONFIG_KEYS | {"name", "protocol", "rules", "elr", "expect", "violates", "time_limit", "liveness"}
@@ -76,7 +80,7 @@ class Outcome:
 def _current_names(table: dict, where: str) -> dict:
     """A table's keys with each bound under its current setting name."""
     try:
-        bounds = bound_settings(table)
+        bounds = bound_settings(table, BOUNDS)
     except TypeError as e:
         raise GateError(f"{where}: {e}") from None
     return {**{k: v for k, v in table.items() if k not in BY_SETTING}, **bounds}
@@ -96,7 +100,8 @@ def _entry(raw: dict, defaults: dict, index: int) -> Entry:
         if "elr" in data:
             rules["elr"] = "on" if data["elr"] else "off"
         protocol = protocol.with_rules(**{k: str(v) for k, v in rules.items()})
-        cfg = Config(protocol=protocol, **{k: v for k, v in data.items() if k in CONFIG_KEYS}).validated()
+        cfg = Config(protocol=protocol, **{k: v for k, v in data.items() if k in CONFIG_KEYS})
+        cfg = cfg.bounded(BOUNDS).validated()
     except (ConfigError, ProtocolError, TypeError) as e:
         raise GateError(f"{where}: {e}") from None
     if ("expect" in data) == ("violates" in data):
@@ -244,7 +249,7 @@ def config_summary(c: Config) -> str:
     """The configuration in flags' terms, leaving out what equals the defaults."""
     from kafkamc.spec.protocol import NEWEST, PRESETS
 
-    d = Config()
+    d = Config().bounded(BOUNDS)
     parts = [f"rf={c.rf}", f"minisr={c.minisr}"]
     parts += [f"brokers={c.broker_count}"] if c.broker_count else []
     parts += [f"acks={c.acks}"] if c.acks != d.acks else []

@@ -21,7 +21,7 @@ from kafkamc.invariants.properties import PropertyFile
 from kafkamc.invariants.suite import Disagreement, InvariantSuite
 from kafkamc.spec.config import MAX_BROKERS, Config, ConfigError
 from kafkamc.spec.model import Model
-from kafkamc.spec.next import NEXT
+from kafkamc.spec.next import BOUNDS, NEXT
 from kafkamc.traces.trace import Trace, format_action
 
 
@@ -274,6 +274,7 @@ def run_check(
     there is no safety pass. `verify`: the share of expanded states checked against the spec
     (checker/cache/verify.py). `cache_mib`: the step caches' budget per process (checker/cache/budget.py).
     `python_engine`: one process runs without the native core (checker/core/native_search.py)."""
+    cfg = cfg.bounded(BOUNDS)  # a Python caller's Config (the tables, tests); a command's has them already
     live = None if invariants is None else [n for n in invariants if is_liveness(n)]
     if live:
         invariants = [n for n in invariants if not is_liveness(n)]

@@ -27,6 +27,7 @@ from kafkamc.oracle.checks import Checks
 from kafkamc.oracle.classes import count as count_classes
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
+from kafkamc.spec.next import BOUNDS
 from kafkamc.spec.state import State
 
 
@@ -90,6 +91,7 @@ def explore_oracle(
     """Search cfg's model (Next and spec.hw.observe, or `actions` and `observation` when a test
     changes them) and check it."""
     start = time.monotonic()
+    cfg = cfg.bounded(BOUNDS)  # what a property may read (cfg.max_records), whatever `actions` spend
     model = Model(cfg, actions) if observation is None else Model(cfg, actions, observation=observation)
     checks = checks if checks is not None else Checks(cfg, invariants, properties)
     values, prev_values = checks.values, checks.prev_values

@@ -17,8 +17,11 @@ kafka.tools.DumpLogSegments, since no client API returns the leader epoch.
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,6 +41,88 @@ class Cluster(Protocol):
     def data_dir(self, node: int) -> Path: ...
 
 
+def _log(logger: logging.Logger | None) -> dict[str, Any]:
+    """Where librdkafka's own log goes: to `logger` (a run's log file, served by each handle's
+    poll) when given, else its errors to stderr, as before callers passed one."""
+    return {"log_level": 3} if logger is None else {"logger": logger}
+
+
+@contextmanager
+def log_file(path: Path) -> Iterator[logging.Logger]:
+    """A logger writing to `path` alone, for the `logger` setting of every client of one run:
+    librdkafka logs each refused connection and each handle's teardown, which on a terminal would
+    bury the run's own report. Not registered with logging (no global state), closed at the end."""
+    logger = logging.Logger(f"librdkafka {path}", logging.DEBUG)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    try:
+        yield logger
+    finally:
+        handler.close()
+        logger.disabled = True  # a handle torn down later logs nowhere (not logging's stderr fallback)
+
+
+class Clients:
+    """The client handles of one run, created once and reused: one AdminClient per bootstrap list
+    (librdkafka counts each as a producer handle, with its own connections, and a new one per
+    describe made hundreds in a run) and the producers it hands out, all logging to `logger`.
+    `created` counts the handles, so a run can say how many it needed."""
+
+    def __init__(self, logger: logging.Logger | None = None):
+        self.logger = logger
+        self.created = 0
+        self._admins: dict[str, Any] = {}
+
+    def admin(self, bootstrap: str) -> Any:
+        from confluent_kafka.admin import AdminClient
+
+        if bootstrap not in self._admins:
+            self._admins[bootstrap] = AdminClient({"bootstrap.servers": bootstrap, **_log(self.logger)})
+            self.created += 1
+        return self._admins[bootstrap]
+
+    def describe(
+        self, bootstrap: str, topic: str, partition: int = 0, timeout: float = 10.0, keep: bool = True
+    ) -> dict[str, Any]:
+        """describe() through the kept admin of bootstrap, or with keep=False a new one. A kept
+        handle has learnt every broker and asks whichever it is connected to (on a real cluster
+        its answers for a bootstrap of broker 3 alone came from broker 2, every time), so a
+        question for some brokers only, such as the live ones while another shuts down with stale
+        metadata, needs a new handle: its first answer comes from its bootstrap brokers."""
+        if keep:
+            admin = self.admin(bootstrap)
+        else:
+            from confluent_kafka.admin import AdminClient
+
+            admin = AdminClient({"bootstrap.servers": bootstrap, **_log(self.logger)})
+            self.created += 1
+        try:
+            return describe(bootstrap, topic, partition, timeout, admin=admin)
+        finally:
+            admin.poll(0)  # hand what librdkafka logged meanwhile to the logger
+
+    def create_topic(
+        self, bootstrap: str, topic: str, replicas: list[int], min_isr: int, unclean: bool = False
+    ) -> None:
+        create_topic(bootstrap, topic, replicas, min_isr, unclean, admin=self.admin(bootstrap))
+
+    def producer(self, bootstrap: str, topic: str, **settings: Any) -> Producer:
+        self.created += 1
+        return Producer(bootstrap, topic, logger=self.logger, **settings)
+
+    def read_all(self, bootstrap: str, topic: str, partition: int = 0, timeout: float = 20.0) -> list[tuple[int, str]]:
+        self.created += 1
+        return read_all(bootstrap, topic, partition, timeout, logger=self.logger)
+
+    def close(self) -> None:
+        """Tear the admin handles down now, while their log still has its file."""
+        for admin in self._admins.values():
+            admin.poll(0)
+        self._admins.clear()
+
+
 def live_brokers(bootstrap: str, timeout: float = 2.0) -> set[int]:
     """The broker ids in the cluster's metadata (KRaft lists only unfenced brokers); empty when
     no broker of bootstrap answers in time."""
@@ -51,23 +136,33 @@ def live_brokers(bootstrap: str, timeout: float = 2.0) -> set[int]:
 
 
 def create_topic(
-    bootstrap: str, topic: str, replicas: list[int], min_isr: int, unclean: bool = False, timeout: float = 30.0
+    bootstrap: str,
+    topic: str,
+    replicas: list[int],
+    min_isr: int,
+    unclean: bool = False,
+    timeout: float = 30.0,
+    admin: Any = None,
 ) -> None:
-    """CreateTopics with an explicit assignment (replicas[0] is the preferred leader)."""
+    """CreateTopics with an explicit assignment (replicas[0] is the preferred leader), through
+    `admin` (Clients.admin) or a new AdminClient."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap}) if admin is None else admin
     config = {"min.insync.replicas": str(min_isr), "unclean.leader.election.enable": str(unclean).lower()}
     new = NewTopic(topic, num_partitions=1, replica_assignment=[replicas], config=config)
     admin.create_topics([new], request_timeout=timeout)[topic].result(timeout)
 
 
-def describe(bootstrap: str, topic: str, partition: int = 0, timeout: float = 10.0) -> dict[str, Any]:
-    """Leader, replicas and ISR as the brokers' metadata has them (DescribeTopicPartitions)."""
+def describe(
+    bootstrap: str, topic: str, partition: int = 0, timeout: float = 10.0, admin: Any = None
+) -> dict[str, Any]:
+    """Leader, replicas and ISR as the brokers' metadata has them (DescribeTopicPartitions),
+    through `admin` (Clients.admin) or a new AdminClient."""
     from confluent_kafka import TopicCollection
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap}) if admin is None else admin
     desc = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout)[topic].result(timeout)
     p = desc.partitions[partition]
     return {
@@ -115,6 +210,7 @@ class Producer:
     request_timeout_ms: int = 120000
     acks: list[Ack] = field(default_factory=list)
     required_acks: str = "all"  # the producer's acks setting: "all", "1" or "0"
+    logger: logging.Logger | None = None  # where librdkafka's log goes (log_file), else errors to stderr
 
     def __post_init__(self) -> None:
         from confluent_kafka import Producer as RdProducer
@@ -128,7 +224,7 @@ class Producer:
                 "linger.ms": 0,
                 "request.timeout.ms": self.request_timeout_ms,
                 "message.timeout.ms": self.request_timeout_ms + 10000,
-                "log_level": 3,
+                **_log(self.logger),
             }
         )
 
@@ -172,7 +268,9 @@ class Producer:
         return [a for a in self.acks if a.offset is not None]
 
 
-def read_all(bootstrap: str, topic: str, partition: int = 0, timeout: float = 20.0) -> list[tuple[int, str]]:
+def read_all(
+    bootstrap: str, topic: str, partition: int = 0, timeout: float = 20.0, logger: logging.Logger | None = None
+) -> list[tuple[int, str]]:
     """(offset, value) of every record a consumer reads from the beginning up to the partition's
     high watermark (read_committed has nothing to add: no transactions here)."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
@@ -183,7 +281,7 @@ def read_all(bootstrap: str, topic: str, partition: int = 0, timeout: float = 20
             "group.id": "kafkamc-reader",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
-            "log_level": 3,
+            **_log(logger),
         }
     )
     try:

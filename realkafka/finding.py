@@ -43,6 +43,7 @@ SETTINGS = Settings(session_timeout_ms=18000, replica_lag_ms=30000)
 # default: the controller's NoOpRecord), so after this long a stalled broker has nothing pending
 # and every later metadata record reaches it in the first fetch after it resumes.
 RAFT_DRAIN_S = 1.5
+LIBRDKAFKA_LOG = "librdkafka.log"  # the clients' own log, beside the brokers' (client.log_file)
 LOG_LINES = (
     "starts at leader epoch",
     "Truncating",
@@ -65,6 +66,7 @@ class Outcome:
     log_excerpts: dict[str, list[str]] = field(default_factory=dict)
     stalls_s: dict[str, float] = field(default_factory=dict)
     hw_checkpoint_2: int | None = None
+    clients: int = 0  # librdkafka handles the run created (admins, producers, consumers)
 
     @property
     def lost(self) -> bool:
@@ -121,24 +123,43 @@ def _checkpointed_hw(cluster: Cluster, node: int) -> int | None:
     return None
 
 
-def _describe(cluster: Cluster, nodes: list[int]) -> dict[str, Any] | None:
+def _describe(k: client.Clients, cluster: Cluster, nodes: list[int]) -> dict[str, Any] | None:
     try:
-        return client.describe(cluster.bootstrap_of(nodes), TOPIC, timeout=3.0)
+        # Every broker: the run's kept admin. Some of them: a new one, which asks only those.
+        keep = set(nodes) == set(cluster.broker_ids)
+        return k.describe(cluster.bootstrap_of(nodes), TOPIC, timeout=3.0, keep=keep)
     except Exception:
         return None
 
 
-def _leader_is(cluster: Cluster, nodes: list[int], leader: int, isr: set[int] | None = None) -> bool:
-    d = _describe(cluster, nodes)
+def _leader_is(k: client.Clients, cluster: Cluster, nodes: list[int], leader: int, isr: set[int] | None = None) -> bool:
+    d = _describe(k, cluster, nodes)
     return d is not None and d["leader"] == leader and (isr is None or set(d["isr"]) == isr)
 
 
 class Scenario:
-    """One run of the schedule on a fresh cluster; each step appends a line to outcome.steps."""
+    """One run of the schedule on a fresh cluster; each step appends a line to outcome.steps.
+    Its client handles come from `clients` (one admin per set of brokers asked, logging to the
+    run's file); the terminal gets only the steps."""
 
-    def __init__(self, cluster: Cluster, outcome: Outcome, echo: bool, control: bool = False, auto: bool = False):
+    def __init__(
+        self,
+        cluster: Cluster,
+        outcome: Outcome,
+        echo: bool,
+        control: bool = False,
+        auto: bool = False,
+        clients: client.Clients | None = None,
+    ):
         self.c, self.o, self.echo, self.t0 = cluster, outcome, echo, time.monotonic()
         self.control, self.auto = control, auto
+        self.k = client.Clients() if clients is None else clients
+
+    def leader_is(self, nodes: list[int], leader: int, isr: set[int] | None = None) -> bool:
+        return _leader_is(self.k, self.c, nodes, leader, isr)
+
+    def isr(self, nodes: list[int]) -> list[int]:
+        return (_describe(self.k, self.c, nodes) or {}).get("isr", [])
 
     def note(self, text: str) -> None:
         line = f"{time.monotonic() - self.t0:6.1f}s  {text}"
@@ -147,10 +168,10 @@ class Scenario:
             print(line, flush=True)
 
     def run(self) -> None:
-        c, o = self.c, self.o
-        client.create_topic(c.bootstrap, TOPIC, [1, 2, 3], min_isr=2)
-        _until("leader 1, ISR [1,2,3]", lambda: _leader_is(c, [1, 2, 3], 1, {1, 2, 3}), 30)
-        producer = client.Producer(c.bootstrap, TOPIC)
+        c, o, k = self.c, self.o, self.k
+        k.create_topic(c.bootstrap, TOPIC, [1, 2, 3], min_isr=2)
+        _until("leader 1, ISR [1,2,3]", lambda: self.leader_is([1, 2, 3], 1, {1, 2, 3}), 30)
+        producer = k.producer(c.bootstrap, TOPIC)
         r0 = producer.send("r0")
         producer.wait(r0, 20)
         self.note(f"topic {TOPIC}: replicas [1,2,3], min.insync.replicas=2; r0 acked at offset {r0.offset}")
@@ -158,13 +179,14 @@ class Scenario:
         # Broker 2 leads epoch N: broker 1 shuts down (controlled) and comes back into the ISR.
         for attempt in range(4):
             c.stop(1)
-            _until("leader 2", lambda: _leader_is(c, [2, 3], 2), 30)
-            # A new producer: the last one's metadata may still name broker 1 as the leader.
-            producer = client.Producer(c.bootstrap_of([2, 3]), TOPIC)
+            _until("leader 2", lambda: self.leader_is([2, 3], 2), 30)
+            # A new producer: the last one's metadata may still name broker 1 as the leader, and
+            # without retries its send would fail. Every later send goes to broker 2 or 3 as leader.
+            producer = k.producer(c.bootstrap_of([2, 3]), TOPIC)
             r0b = producer.send(f"r0b{'' if attempt == 0 else attempt}")
             producer.wait(r0b, 20)
             c.start(1)
-            _until("ISR [1,2,3]", lambda: (_describe(c, [2, 3]) or {}).get("isr") in ([1, 2, 3], [2, 3, 1]), 60, 0.05)
+            _until("ISR [1,2,3]", lambda: self.isr([2, 3]) in ([1, 2, 3], [2, 3, 1]), 60, 0.05)
             if not self.auto:
                 break
             # The controller's electPreferred task (QuorumController.registerElectPreferred) runs
@@ -172,10 +194,10 @@ class Scenario:
             # the leadership back to broker 1. The stalls start 3 s before it; when it is nearer,
             # let it run and move the leadership to broker 2 again.
             wait = _next_tick(c) - 3.0 - time.time()
-            if wait >= 0 and _leader_is(c, [2, 3], 2):
+            if wait >= 0 and self.leader_is([2, 3], 2):
                 time.sleep(wait)
                 break
-            _until("leader 1 (the controller's rebalance)", lambda: _leader_is(c, [2, 3], 1), 30)
+            _until("leader 1 (the controller's rebalance)", lambda: self.leader_is([2, 3], 1), 30)
             self.note("the controller's rebalance came too soon after broker 1 rejoined: again")
         self.note(
             f"r0b acked at offset {r0b.offset} by leader 2; broker 1 restarted (controlled shutdown, then start): "
@@ -256,9 +278,9 @@ class Scenario:
         c.resume(3)
         o.stalls_s["broker 3"] = time.monotonic() - t_pause3
         self.note("broker 2 killed (SIGKILL); broker 3 resumed")
-        _until("leader 3", lambda: _leader_is(c, [3], 3), SETTINGS.session_timeout_ms / 1000 + 30, poll=0.5)
+        _until("leader 3", lambda: self.leader_is([3], 3), SETTINGS.session_timeout_ms / 1000 + 30, poll=0.5)
         try:
-            o.read_after = client.read_all(c.bootstrap_of([3]), TOPIC)
+            o.read_after = k.read_all(c.bootstrap_of([3]), TOPIC)
             self.note(f"broker 3 leads; a consumer reads {o.read_after}")
         except Exception as e:  # KIP-966: with ISR [3] below min ISR the HW cannot pass the epoch start
             self.note(f"broker 3 leads; no read yet: {e}")
@@ -267,12 +289,10 @@ class Scenario:
         c.procs[1].wait(60)  # broker 1's controlled shutdown ends once 2 is fenced and 3 caught up
         c.start(2)
         c.start(1)
-        _until(
-            "ISR of 3 with another broker", lambda: (_describe(c, [1, 2, 3]) or {}).get("isr", []).__len__() >= 2, 60
-        )
+        _until("ISR of 3 with another broker", lambda: len(self.isr([1, 2, 3])) >= 2, 60)
         r2 = producer.send("r2")
         producer.wait(r2, 20)
-        final = client.read_all(c.bootstrap, TOPIC)
+        final = k.read_all(c.bootstrap, TOPIC)
         if o.acked_offset is not None:
             o.offset_now_holds = dict(final).get(o.acked_offset)
         self.note(f"brokers 1 and 2 restarted; r2 acked at offset {r2.offset}; a consumer reads {final}")
@@ -308,13 +328,19 @@ def run_once(
     outcome = Outcome(version)
     settings = replace(SETTINGS, auto_rebalance=True, imbalance_check_s=10) if auto else SETTINGS
     settings = replace(settings, patched=patched)
-    with kraft_cluster(version, 3, settings, folder=folder) as cluster:
+    with (
+        kraft_cluster(version, 3, settings, folder=folder) as cluster,
+        client.log_file(cluster.folder / "logs" / LIBRDKAFKA_LOG) as logger,
+    ):
+        clients = client.Clients(logger)
         try:
-            Scenario(cluster, outcome, echo, control, auto).run()
+            Scenario(cluster, outcome, echo, control, auto, clients).run()
         except Exception as e:  # a step that did not happen ends the run; the story says which
             outcome.steps.append(f"stopped: {type(e).__name__}: {e}")
         finally:
             collect(cluster, outcome)
+            outcome.clients = clients.created
+            clients.close()
     return outcome
 
 
@@ -330,6 +356,7 @@ def story(o: Outcome) -> str:
         out.append(f"{name} (state-change and log lines):")
         out += [f"  {ln[:400]}" for ln in lines]
     out.append("stalls: " + ", ".join(f"{k} {v:.1f} s" for k, v in o.stalls_s.items()))
+    out.append(f"client handles: {o.clients}; librdkafka's log: logs/{LIBRDKAFKA_LOG} of the run's folder (--keep)")
     verdict = (
         f"LOST: r1 acknowledged at offset {o.acked_offset}; offset {o.acked_offset} now holds {o.offset_now_holds!r}"
         if o.lost

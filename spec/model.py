@@ -35,10 +35,13 @@ class Model:
         search: bool = True,
         observation: Callable[[Config, State], State] = observe,
     ):
-        # A search checks its bounds against what it can cover; trace validation
-        # (realkafka/validate.py) follows a real run, whose records are not bounded.
-        self.config = config.validated() if search else config
         self.actions: tuple[Action, ...] = spec_next.NEXT if actions is None else tuple(actions)
+        # The limits are derived here, from Next and the actions the model is built with (a test's
+        # changed list may drop one, or add one with a bound of its own); the values were checked
+        # once where they entered (the flags, a gate or trace file: Config.validated). `search` is
+        # what trace validation (realkafka/validate.py) passes: a real run's records are not
+        # bounded, and no Model checks them now.
+        self.config = config.bounded((*spec_next.BOUNDS, *spec_next.bounds_of(self.actions)))
         self.steps = {a.type: a.step for a in self.actions}
         self.candidate_fns = tuple(a.candidates for a in self.actions)
         self.observation = observation  # how the ghost observes a state (spec.hw.observe unless given)

@@ -61,6 +61,7 @@ REASSIGNMENTS = Bound(
     "reassignments",
     0,
     "partition reassignments an operator may start (AlterPartitionReassignments, KIP-455)",
+    needs_spare_broker="a reassignment moves to another broker",
 )
 # Its own bound, not the starts' budget: a cancel needs a move in flight, so it fires at most once
 # per start, but each one reverts to a partition like the one before the move with the budget
@@ -70,6 +71,7 @@ CANCELS = Bound(
     "reassignment_cancels",
     0,
     "reassignments in flight an operator may cancel (AlterPartitionReassignments, no target)",
+    needs_spare_broker="a reassignment moves to another broker",
 )
 
 

@@ -7,7 +7,7 @@ import pytest
 from kafkamc.jobs.run import run_check
 from kafkamc.spec.config import Config, ConfigError
 from kafkamc.spec.model import Model
-from kafkamc.spec.next import describe
+from kafkamc.spec.next import BOUNDS, describe
 from kafkamc.spec.protocol import (
     ERAS,
     NEWEST,
@@ -147,10 +147,10 @@ def test_bad_rules_are_errors(bad):
 
 
 def test_config_round_trips_its_protocol():
-    cfg = Config(protocol=_with("elr=off"))
-    assert Config.from_dict(cfg.to_dict()) == cfg
+    cfg = Config(protocol=_with("elr=off")).bounded(BOUNDS)
+    assert Config.from_dict(cfg.to_dict(), BOUNDS) == cfg
     with pytest.raises(ConfigError):
-        Config.from_dict({**cfg.to_dict(), "protocol": {"elr": "sometimes"}})
+        Config.from_dict({**cfg.to_dict(), "protocol": {"elr": "sometimes"}}, BOUNDS)
 
 
 # Issue 29: `--protocol 2.2.0 --max-records 2 --max-hard-crashes 1 --max-isr-shrinks 1` failed

@@ -127,7 +127,7 @@ def test_itf_round_trip_through_itf_py(traces, tmp_path, name):
     itf = trace_from_json(json.loads(out.read_text()))
     assert itf.meta["format"] == "ITF"
     assert itf.meta["invariant"] == trace.invariant and itf.meta["length"] == trace.length
-    assert Config.from_dict(itf.meta["config"]) == trace.config
+    assert Config.from_dict(itf.meta["config"], BOUNDS) == trace.config
     assert itf.vars == ["controller", "brokers", "ghost", "budget", "action"]
     assert len(itf.states) == len(trace.steps)
     for i, (got, (action, state)) in enumerate(zip(itf.states, trace.steps)):
@@ -194,7 +194,7 @@ def test_graph_counts_agree_with_the_explorer(tmp_path, name):
     p = kafkamc("graph", *SMALL_MODELS[name], "--json", "-o", dot, "--graphml", graphml)
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
-    cfg = Config.from_dict(r["config"])
+    cfg = Config.from_dict(r["config"], BOUNDS)
     result = explore(FastModel(cfg))
     assert result.verdict == "holds"
     assert r["states"] == result.distinct_states

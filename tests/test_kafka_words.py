@@ -20,6 +20,7 @@ from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.jobs.gate import load_gate
 from kafkamc.spec import broker_lifecycle as lc
 from kafkamc.spec.config import Config, ConfigError
+from kafkamc.spec.model import Model
 from kafkamc.spec.next import BOUNDS
 from kafkamc.spec.protocol import preset
 
@@ -44,24 +45,30 @@ def test_crash_bounds_have_kafka_names_and_keep_their_counters():
 
 def test_config_takes_both_names_and_writes_the_new_ones():
     old, new = Config(max_crashes=1, max_unclean_crashes=0), Config(max_clean_shutdowns=1, max_hard_crashes=0)
-    assert old == new and hash(old) == hash(new)
+    # Either name is the bound's once the bounds are fixed (Model(cfg), a command's input).
+    assert old.bounded(BOUNDS) == new and hash(old) == hash(new)
+    assert Model(old).config == Model(new).config == new
+    old, new = old.bounded(BOUNDS), new.bounded(BOUNDS)
+    assert old == new and old.limits == new.limits
     assert (new.max_crashes, new.max_clean_shutdowns, new.max_unclean_crashes, new.max_hard_crashes) == (1, 1, 0, 0)
     d = new.to_dict()
     assert d["max_clean_shutdowns"] == 1 and d["max_hard_crashes"] == 0
     assert "max_crashes" not in d and "max_unclean_crashes" not in d
     assert list(new.bounds())[:2] == ["max_clean_shutdowns", "max_hard_crashes"]
     with pytest.raises(TypeError, match="max_clean_shutdowns is given twice"):
-        Config(max_crashes=1, max_clean_shutdowns=1)
+        Config(max_crashes=1, max_clean_shutdowns=1).bounded(BOUNDS)
     with pytest.raises(ConfigError, match="--max-hard-crashes must not be negative"):
-        Config(max_unclean_crashes=-1).validated()
+        Config(max_unclean_crashes=-1).bounded(BOUNDS).validated()
+    with pytest.raises(TypeError, match="Config has no setting max_bogus"):
+        Model(Config(max_bogus=1))
 
 
 def test_config_from_a_previous_release_trace():
-    previous = {**Config().to_dict(), "max_crashes": 2, "max_unclean_crashes": 0}
+    previous = {**Config().bounded(BOUNDS).to_dict(), "max_crashes": 2, "max_unclean_crashes": 0}
     del previous["max_clean_shutdowns"], previous["max_hard_crashes"]
-    assert Config.from_dict(previous) == Config(max_clean_shutdowns=2, max_hard_crashes=0)
+    assert Config.from_dict(previous, BOUNDS) == Config(max_clean_shutdowns=2, max_hard_crashes=0)
     with pytest.raises(ConfigError, match="given twice"):
-        Config.from_dict({"max_crashes": 1, "max_clean_shutdowns": 1})
+        Config.from_dict({"max_crashes": 1, "max_clean_shutdowns": 1}, BOUNDS)
 
 
 def test_pinned_counts_under_either_name():
@@ -166,7 +173,7 @@ def test_summary_uses_kafka_config_names():
         "auto.leader.rebalance.enable=true eligible.leader.replicas.version=0 "
         "(min.insync.replicas capped at replication.factor: 2)"
     )
-    lines = bound_lines({**Config().bounds(), "max_states": 200})
+    lines = bound_lines({**Config().bounded(BOUNDS).bounds(), "max_states": 200})
     assert lines[0].split() == ["max_clean_shutdowns=0", *lc.CRASHES.meaning.split()]
     assert lines[1].startswith("  max_hard_crashes=1          hard crashes")
     assert lines[-1].split()[0] == "max_states=200" and "distinct states" in lines[-1]
@@ -236,4 +243,4 @@ def test_memory_counts_child_processes():
 def test_settings_of_the_wrong_type_are_refused(settings, says):
     """A trace file or a Python caller can hand over any JSON value; Config takes none of the wrong type."""
     with pytest.raises(ConfigError, match=re.escape(says)):
-        Config.from_dict({**Config().to_dict(), **settings}).validated()
+        Config.from_dict({**Config().bounded(BOUNDS).to_dict(), **settings}, BOUNDS).validated()

@@ -36,6 +36,18 @@ def test_the_layer_contracts_hold():
     assert p.returncode == 0 and "0 broken" in p.stdout, p.stdout + p.stderr
 
 
+def test_no_import_cycle_even_through_lazy_or_type_checking_imports():
+    """Issue 43: cycles hid behind imports inside functions (simulate and its dispatch, the
+    real-Kafka client and cluster) and behind TYPE_CHECKING (spec/config.py imported Next, whose
+    action modules import Config for their annotations). grimp, import-linter's own graph,
+    counts every import; no two modules of kafkamc may reach each other."""
+    grimp = pytest.importorskip("grimp")
+    nx = pytest.importorskip("networkx")
+    graph = grimp.build_graph("kafkamc", cache_dir=None)
+    edges = nx.DiGraph((m, n) for m in graph.modules for n in graph.find_modules_directly_imported_by(m))
+    assert [sorted(c) for c in nx.strongly_connected_components(edges) if len(c) > 1] == []
+
+
 @pytest.mark.parametrize("folder", FOLDERS + ["tests"])
 def test_no_module_over_500_lines(folder):
     long = {p.name: n for p in (ROOT / folder).glob("*.py") if (n := len(p.read_text().splitlines())) > 500}

@@ -17,7 +17,7 @@ from kafkamc.invariants.reach import catalog as reach_catalog
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config, ConfigError
 from kafkamc.spec.model import Model
-from kafkamc.spec.next import NEXT, entry
+from kafkamc.spec.next import BOUNDS, NEXT, entry
 
 # 3: the budget is a list of (bound, spent) pairs. 4: a broker's state has checkpoint_hw, and a
 # crash no longer fences (BrokerSessionTimeout does): a /3 file's step 0 is no initial state of
@@ -114,6 +114,9 @@ class Trace:
     property_file: PropertyFile | None = None  # where the invariant or reached property is declared
     loop: int | None = None  # a liveness lasso: the step its cycle starts at (the last state equals it)
 
+    def __post_init__(self) -> None:
+        self.config = self.config.bounded(BOUNDS)  # a file lists every bound (a caller's Config may not)
+
     @property
     def length(self) -> int:
         return len(self.steps) - 1
@@ -193,7 +196,7 @@ def _read(path: Path) -> dict:
     return data
 
 
-_DEFAULTS = Config().to_dict()
+_DEFAULTS = Config().bounded(BOUNDS).to_dict()
 
 
 def _config(data) -> Config:
@@ -205,7 +208,7 @@ def _config(data) -> Config:
         if want is not None and type(value) is not type(want):
             raise TraceError(f"bad configuration: {key} must be {_json_type(want)}, not {json.dumps(value)}")
     try:
-        return Config.from_dict(data)
+        return Config.from_dict(data, BOUNDS)
     except (ConfigError, TypeError, ValueError, AttributeError) as e:
         raise TraceError(f"bad configuration: {e}") from None
 

@@ -126,8 +126,9 @@ class _SparkBFS(Tally):
 
         if partitions < 1:
             raise ValueError(f"partitions must be at least 1 (got {partitions})")
-        self.sc, self.cfg, self.limits, self.P = sc, cfg.validated(), limits, partitions
-        super().__init__(Model(self.cfg), time.monotonic())
+        model = Model(cfg)  # the configuration with its bounds fixed, checked at the command's edge
+        self.sc, self.cfg, self.limits, self.P = sc, model.config, limits, partitions
+        super().__init__(model, time.monotonic())
         self.suite = InvariantSuite(self.cfg, invariants, properties)  # bad names fail here, not on an executor
         self.progress = progress
         self.checkpoint_every = checkpoint_every
