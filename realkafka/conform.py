@@ -32,6 +32,8 @@ from typing import Any
 
 from kafkamc.realkafka import client, validate
 from kafkamc.realkafka.cluster import Cluster, Settings, kraft_cluster
+from kafkamc.realkafka.faults import KINDS as FAULT_KINDS
+from kafkamc.realkafka.faults import Faults, counterparts
 from kafkamc.realkafka.metadata_log import batches
 from kafkamc.realkafka.observe import ControllerView, batch_view, checkpoint, epoch_cache, read_log
 from kafkamc.realkafka.schedule import schedule
@@ -53,6 +55,13 @@ class Setup:
     unclean: bool = False
     elr: bool = True
     version: str = "4.1.1"
+    # Network partitions of these links (faults.LINKS, comma-separated; none: no namespace) and
+    # power-loss crashes (realkafka/faults.py).
+    links: str = ""
+    power_loss: bool = False
+
+    def link_list(self) -> tuple[str, ...]:
+        return tuple(x for x in self.links.split(",") if x)
 
     def config(self) -> Config:
         return validate.model_config(self.rf, self.brokers, self.minisr, self.unclean, self.elr)
@@ -65,6 +74,7 @@ class Setup:
             heartbeat_ms=500,
             replica_lag_ms=2000,
             elr=self.elr,
+            network=bool(self.links),
             extra_broker={"offsets.topic.num.partitions": "1"},
         )
 
@@ -72,6 +82,8 @@ class Setup:
         return (
             f"Kafka {self.version}, {self.brokers} brokers, RF {self.rf}, min.insync.replicas={self.minisr}, "
             f"unclean.leader.election.enable={str(self.unclean).lower()}, ELR {'on' if self.elr else 'off'}"
+            + (f", cuts {self.links.replace(',', ' ')}" if self.links else "")
+            + (", power losses" if self.power_loss else "")
         )
 
 
@@ -87,6 +99,7 @@ class Run:
         self.sent = 0
         self.killed: dict[int, float] = {}  # broker -> when it was killed (monotonic)
         self.producer: client.Producer | None = None
+        self.faults = Faults()
 
     def note(self, kind: str, t: float | None = None, **fields: Any) -> None:
         self.events.append({"kind": kind, "t": time.time() if t is None else t, **fields})
@@ -149,6 +162,8 @@ class Run:
             client.elect(self.c, self.c.bootstrap_of(self.running()), TOPIC)
         elif do == "reassign":
             self.reassign(step["index"])
+        elif do in FAULT_KINDS:
+            self.faults.play(self, step)
         self.idle(1.5)
 
     def wait_registered(self, b: int) -> None:
@@ -186,6 +201,7 @@ class Run:
             if self.c.partition_dir(b, TOPIC).exists()
         }
         epochs = {b: epoch_cache(self.c.partition_dir(b, TOPIC)) for b in ckpts}
+        self.faults.seen(logs, ckpts, epochs, paused)
         for b in paused:
             self.c.resume(b)
         self.note("cut", t=t, logs=logs, checkpoints=ckpts, epochs=epochs, up=paused)
@@ -308,7 +324,7 @@ def run(setup: Setup, seed: int, faults: int, folder: Path, say: Callable[[str],
     """One run: schedule, observations, validation, promises. Raises ClusterFailed and
     JarsMissing when the cluster cannot start (every process it started is stopped)."""
     folder.mkdir(parents=True, exist_ok=True)
-    steps = schedule(seed, faults, setup.brokers, setup.rf)
+    steps = schedule(seed, faults, setup.brokers, setup.rf, setup.link_list(), setup.power_loss)
     out = Outcome(folder, faults=faults, scheduled=len(steps))
     start = time.monotonic()
     with kraft_cluster(setup.version, setup.brokers, setup.settings(), folder=folder / "cluster") as c:
@@ -391,6 +407,9 @@ def report(
         lines.append(f"not validated past observation {v.too_large}: more than {validate.MAX_FRONTIER} model states")
     else:
         lines.append("consistent: every observation is one the model can make")
+    if setup.links or setup.power_loss:
+        lines.append("the faults, each with its counterpart in the model:")
+        lines += [f"  {line}" for line in counterparts(events)]
     for p in out.broken or []:
         allowed = " (allowed: unclean.leader.election.enable=true)" if setup.unclean else ""
         lines.append(f"PROMISE BROKEN{allowed}: {p}")
