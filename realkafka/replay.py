@@ -200,7 +200,12 @@ class Replay:
         return [b for b in self.c.broker_ids if self.c.alive(b) and b not in self.paused]
 
     def look(self) -> View:
-        return observe(self.c, TOPIC, self.t.config.brokers, client.controller_history(self.c, TOPIC))
+        real = observe(self.c, TOPIC, self.t.config.brokers, client.controller_history(self.c, TOPIC))
+        if real.leader > 0 and real.leader_hw is not None and not self.c.alive(real.leader):
+            # A dead leader's HW is what its restart reads: the checkpoint capped at the log end
+            # (UnifiedLog.updateHighWatermark), the model's after a power loss (powerloss.py).
+            return replace(real, leader_hw=min(real.leader_hw, len(dict(real.logs)[real.leader])))
+        return real
 
     def until(self, first: int, last: int, timeout: float) -> View | None:
         """Read the real state until it equals the model's at step `last`; each step of the
