@@ -1,8 +1,9 @@
 """Crashes in an order one controller's clock can fence them in, for `kafkamc trace kafka`.
 
 The controller fences a silent broker broker.session.timeout.ms after its last heartbeat, the same
-timeout for every broker (BrokerHeartbeatManager.findOneStaleBroker takes the broker whose last
-contact is oldest), and a crashed broker cannot register again while its old session lives
+timeout for every broker (ReplicationControlManager.maybeFenceOneStaleBroker, run every eighth of
+the session timeout, fences one broker whose last contact has expired:
+BrokerHeartbeatTracker.maybeRemoveExpired), and a crashed broker cannot register again while its old session lives
 (ClusterControlManager.registerBroker refuses a second registration while
 BrokerHeartbeatManager.hasValidSession holds). So on a real cluster two crashed brokers are fenced
 in the order they crashed. The model has no clocks: a trace may fence, and even restart, a broker
