@@ -78,6 +78,8 @@ def schedule(
 def _possible(kind: str, up: list[int], down: list[int], brokers: int, rf: int) -> bool:
     if kind in DOWN:
         return len(down) < rf - 1
+    if kind == "cut":  # with rf - 1 brokers down a partition may have no live follower to cut
+        return len(down) < rf - 1
     if kind == "restart":
         return bool(down)
     if kind == "reassign":
