@@ -112,6 +112,17 @@ class Run:
             self.c.bootstrap, TOPIC, list(range(1, self.setup.rf + 1)), self.setup.minisr, self.setup.unclean
         )
         client.wait_partition(self.c.bootstrap, TOPIC, 1, list(range(1, self.setup.rf + 1)))
+        # The model starts with every replica on the topic and broker 1 leading epoch 0, its
+        # leader-epoch-checkpoint naming it (Partition.makeLeader -> UnifiedLog.
+        # assignEpochStartOffset, which LeaderEpochFileCache.assign writes at once). Some broker's
+        # metadata may say so before broker 1 has done it: a fault then is in no model state
+        # (seed 702 lost broker 1's power 0.5 s after the topic was created, before it led).
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (
+            epoch_cache(self.c.partition_dir(1, TOPIC)) == [(0, 0)]
+            and all(self.c.partition_dir(b, TOPIC).exists() for b in range(1, self.setup.rf + 1))
+        ):
+            time.sleep(0.1)
         self.producer = client.Producer(self.c.bootstrap, TOPIC, request_timeout_ms=30000)
 
     def idle(self, seconds: float) -> None:
