@@ -19,7 +19,21 @@ from kafkamc.cli.common import (
 )
 
 # The options that describe a new run; a saved run (--validate) carries its own.
-RUN_OPTIONS = ("kafka_version", "rf", "brokers", "minisr", "unclean", "elr", "faults", "seed", "runs", "out")
+RUN_OPTIONS = (
+    "kafka_version",
+    "rf",
+    "brokers",
+    "minisr",
+    "unclean",
+    "elr",
+    "faults",
+    "seed",
+    "runs",
+    "out",
+    "partitions",
+    "links",
+    "power_loss",
+)
 
 
 def _folder(out: str | None) -> Path:
@@ -51,6 +65,18 @@ def register(cli) -> None:
     @click.option("--runs", type=int, default=1, show_default=True, help="runs, with seeds seed, seed+1, ...")
     @click.option("--out", type=click.Path(file_okay=False), default=None, help="a new folder for the runs (kept)")
     @click.option(
+        "--partitions",
+        is_flag=True,
+        help="network partitions too: nft cuts in a network namespace of the run's own (see --links)",
+    )
+    @click.option(
+        "--links",
+        default=None,
+        metavar="LINK,...",
+        help="the links --partitions cuts (default: leader-controller,leader-follower,follower-controller)",
+    )
+    @click.option("--power-loss", is_flag=True, help="power-loss crashes too: SIGKILL, then the unflushed tail cut")
+    @click.option(
         "--validate",
         "saved",
         type=click.Path(exists=True),
@@ -58,7 +84,9 @@ def register(cli) -> None:
         metavar="RUN",
         help="validate a saved run again, without Kafka: its folder, or its observations.json",
     )
-    def conform(kafka_version, rf, brokers, minisr, unclean, elr, faults, seed, runs, out, saved):
+    def conform(
+        kafka_version, rf, brokers, minisr, unclean, elr, faults, seed, runs, out, partitions, links, power_loss, saved
+    ):
         """Run random fault schedules on a real KRaft cluster and check that everything it did
         is something the model can do (trace validation), and that no acknowledged write was lost.
 
@@ -83,7 +111,8 @@ def register(cli) -> None:
         _check_setup(rf, brokers, minisr)
         if faults < 1 or runs < 1:
             raise UsageProblem("--faults and --runs must be at least 1")
-        setup = cf.Setup(rf, brokers, minisr, unclean, elr, kafka_version)
+        chosen = _links(partitions, links, rf)
+        setup = cf.Setup(rf, brokers, minisr, unclean, elr, kafka_version, ",".join(chosen), power_loss)
         folder = _folder(out)
         outcomes = []
         try:
@@ -101,6 +130,27 @@ def register(cli) -> None:
             click.echo(f"interrupted; everything so far is in {folder}")
             return EXIT_INCOMPLETE
         return _verdict(outcomes)
+
+
+def _links(partitions: bool, links: str | None, rf: int) -> tuple[str, ...]:
+    """The links a run cuts, checked before any process starts: each one the model has
+    (faults.LINKS), and a network namespace this process can make."""
+    from kafkamc.realkafka import faults
+    from kafkamc.realkafka.netns import Network, NoNetwork
+
+    if links is not None and not partitions:
+        raise UsageProblem("--links names the links --partitions cuts; give --partitions too")
+    if not partitions:
+        return ()
+    chosen = tuple(x.strip() for x in (links or ",".join(faults.LINKS)).split(",") if x.strip())
+    why = faults.link_refusal(chosen, rf) if chosen else "--links names no link"
+    if why is not None:
+        raise UsageProblem(why)
+    try:
+        Network({}).__enter__().__exit__(None, None, None)
+    except NoNetwork as e:
+        raise UsageProblem(f"no network partitions here: {e}") from None
+    return chosen
 
 
 def _check_setup(rf: int, brokers: int, minisr: int, where: str = "", dashes: str = "--") -> None:

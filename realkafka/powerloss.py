@@ -72,32 +72,17 @@ def cut(partition_dir: Path, data_dir: Path, topic: str, keep: int, partition: i
     return f"cut to {keep} record(s) ({removed} bytes gone; recovery point {flushed})"
 
 
-def fence_out_of_order(steps: list) -> str | None:
-    """Why a trace's fences of crashed brokers cannot happen on one controller's clock, or None.
-
-    The controller fences a broker broker.session.timeout.ms after its last heartbeat
-    (BrokerHeartbeatManager.findOneStaleBroker, the same timeout for every broker), and a crashed
-    broker cannot register again before that (ClusterControlManager.registerBroker refuses a
-    second registration of a live session). So two crashed brokers are fenced in the order they
-    crashed. The model has no clocks and lets a broker that crashed first outlive, unfenced,
-    another's crash, fence and restart: such a trace is refused."""
-    from kafkamc.spec import broker_lifecycle as lc
-    from kafkamc.traces.trace import format_action
-
-    crashed: dict[int, int] = {}  # broker -> the step of its crash, while it is down and unfenced
-    for i, (action, _state) in enumerate(steps[1:], start=1):
-        if isinstance(action, lc.BrokerCrash):
-            crashed[action.broker] = i
-        elif isinstance(action, lc.BrokerSessionTimeout) and action.broker in crashed:
-            died = crashed.pop(action.broker)
-            earlier = sorted((step, b) for b, step in crashed.items() if step < died)
-            if earlier:
-                step, b = earlier[0]
-                return (
-                    f"step {i}: {format_action(action)} fences broker {action.broker}, which crashed at step {died}, "
-                    f"before broker {b}, which crashed earlier (step {step}): one broker.session.timeout.ms "
-                    "fences crashed brokers in the order they crashed"
-                )
-        elif isinstance(action, lc.BrokerRestart):
-            crashed.pop(action.broker, None)
-    return None
+def boundaries(partition_dir: Path) -> list[int]:
+    """The record counts a cut can keep exactly: the end of each whole batch of the partition's
+    segments, and 0 (a cut falls between batches, `cut_offset`)."""
+    out = [0]
+    for seg in sorted(partition_dir.glob("*.log")):
+        data, pos = seg.read_bytes(), 0
+        while pos + 27 <= len(data):
+            base, length = struct.unpack_from(">qi", data, pos)
+            delta = struct.unpack_from(">i", data, pos + 23)[0]
+            if length <= 0 or pos + 12 + length > len(data):
+                break
+            out.append(base + delta + 1)
+            pos += 12 + length
+    return out

@@ -35,9 +35,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kafkamc.realkafka import client, powerloss
+from kafkamc.realkafka import client, interleave, powerloss, verdict
 from kafkamc.realkafka.cluster import Cluster, ClusterFailed, Settings, kraft_cluster
 from kafkamc.realkafka.observe import View, abstract, observe, value_of
+from kafkamc.realkafka.verdict import same as _same
 from kafkamc.spec import alter_partition as ap
 from kafkamc.spec import broker_lifecycle as lc
 from kafkamc.spec import controlled_shutdown as cs
@@ -90,11 +91,6 @@ SETTINGS = Settings(
 # A broker paused while its fetch waits in the leader's purgatory (replica.fetch.wait.max.ms)
 # would still get the answer into its socket: wait it out before the step (realkafka/finding.py).
 SETTLE_S = 0.5
-# Data-loss promises: their violation is seen for real as an acknowledged record missing.
-LOSS = ("AckedWriteDurability", "NoCommittedDataLoss")
-# How long a liveness counterexample's last state must last on the real cluster: longer than the
-# session timeout and many runs of the controller's periodic tasks.
-STAY_S = 15.0
 
 
 class Refused(Exception):
@@ -113,7 +109,8 @@ def refusal(trace: Trace) -> str | None:
     for i, (action, _state) in enumerate(trace.steps[1:], start=1):
         if not isinstance(action, COMMANDED + OWN):
             return f"step {i}: {format_action(action)} has no counterpart on a real cluster"
-    return powerloss.fence_out_of_order(trace.steps)
+    moved = interleave.in_crash_order(trace)
+    return moved if isinstance(moved, str) else None
 
 
 @dataclass
@@ -144,12 +141,14 @@ def segments(steps: list, commanded: tuple = COMMANDED) -> list[tuple[int, int]]
     return [(c, (cuts[k + 1] - 1 if k + 1 < len(cuts) else len(steps) - 1)) for k, c in enumerate(cuts)]
 
 
-def hold(states: list[State], brokers: tuple[int, ...], network: bool = False) -> set[int]:
+def hold(states: list[State], brokers: tuple[int, ...], network: bool = False, last: bool = False) -> set[int]:
     """The live brokers to keep paused through a segment whose states (the one before it first)
     are `states`: a stalled follower (ReplicaStall) of a live leader; a fenced broker still
     running (a zombie: it would heartbeat and be unfenced); and a follower whose log the segment
     leaves unchanged while a live leader's differs from it (it would fetch or truncate). With
-    network partitions the first two are cut off instead, and run."""
+    network partitions the first two are cut off instead, and run. In the `last` segment also a
+    follower out of the ISR throughout whose log is the live leader's: its next fetch would put it
+    back in the ISR, which the trace, ending, does not take."""
     end = states[-1]
     out = set()
     for b in brokers:
@@ -162,6 +161,14 @@ def hold(states: list[State], brokers: tuple[int, ...], network: bool = False) -
         if end.broker(b).stalled and leader_alive:
             out.add(b)
         elif not end.controller.registered & (1 << (b - 1)):
+            out.add(b)
+        elif (
+            last
+            and leader_alive
+            and b in end.controller.replicas
+            and not any(s.controller.isr & (1 << (b - 1)) for s in states)
+            and end.broker(b).log == end.broker(leader).log
+        ):
             out.add(b)
         elif all(s.broker(b).log == states[0].broker(b).log for s in states):
             for s in states[1:]:
@@ -186,12 +193,19 @@ class Replay:
         self.views = [abstract(s, trace.config.brokers) for _a, s in trace.steps]
         self.paused: set[int] = set()
         self.producers: list[client.Producer] = []
+        self.crashed_at: dict[int, float] = {}
+        self.waits = interleave.crash_waits(trace.steps)  # crash step -> the broker fenced first
 
     def running(self) -> list[int]:
         return [b for b in self.c.broker_ids if self.c.alive(b) and b not in self.paused]
 
     def look(self) -> View:
-        return observe(self.c, TOPIC, self.t.config.brokers, client.controller_history(self.c, TOPIC))
+        real = observe(self.c, TOPIC, self.t.config.brokers, client.controller_history(self.c, TOPIC))
+        if real.leader > 0 and real.leader_hw is not None and not self.c.alive(real.leader):
+            # A dead leader's HW is what its restart reads: the checkpoint capped at the log end
+            # (UnifiedLog.updateHighWatermark), the model's after a power loss (powerloss.py).
+            return replace(real, leader_hw=min(real.leader_hw, len(dict(real.logs)[real.leader])))
+        return real
 
     def until(self, first: int, last: int, timeout: float) -> View | None:
         """Read the real state until it equals the model's at step `last`; each step of the
@@ -232,8 +246,13 @@ class Replay:
 
     def segment(self, first: int, last: int) -> None:
         steps = self.t.steps
+        if first in self.waits:  # interleave.crash_waits: just before the other broker's fence
+            x = self.waits[first]
+            at = self.crashed_at[x] + self.c.settings.session_timeout_ms / 1000 - interleave.BEFORE_FENCE_S
+            self.echo(f"(waiting {max(0.0, at - time.monotonic()):.1f} s: broker {x} is fenced first)")
+            time.sleep(max(0.0, at - time.monotonic()))
         states = [s for _a, s in steps[first - 1 : last + 1]]
-        want = hold(states, tuple(self.c.broker_ids), self.network)
+        want = hold(states, tuple(self.c.broker_ids), self.network, last == len(steps) - 1)
         newly = {b for b in want - self.paused if self.c.alive(b)}
         for b in sorted(newly):
             self.c.pause(b)
@@ -269,7 +288,7 @@ class Replay:
         kinds = {type(a) for a, _s in self.t.steps[first : last + 1]}
         t = 20.0
         if kinds & {lc.BrokerSessionTimeout, lc.ControllerFenceBroker}:
-            t += SETTINGS.session_timeout_ms / 1000
+            t += self.c.settings.session_timeout_ms / 1000
         if fe.ReplicaStall in kinds:
             t += 2 * SETTINGS.replica_lag_ms / 1000
         return t
@@ -293,6 +312,7 @@ class Replay:
             return f"produced {ack.value} (acks={self.t.config.acks})"
         if isinstance(a, lc.BrokerCrash):
             c.kill(a.broker)
+            self.crashed_at[a.broker] = time.monotonic()
             self.paused.discard(a.broker)
             if a.keep is None:
                 return "SIGKILL (the page cache keeps its writes)"
@@ -350,80 +370,7 @@ class Replay:
         return ""
 
     def verdict(self) -> None:
-        """After the last step: for a data-loss promise, whether an acknowledged record is
-        missing from the leader's log and from what a consumer reads; otherwise the final state
-        is what was to be shown."""
-        for b in sorted(self.paused):
-            self.c.resume(b)
-        self.paused.clear()
-        inv = self.t.invariant
-        if self.t.loop is not None:
-            _stays(self)
-            return
-        if inv not in LOSS:
-            what = f"{inv} is violated in it" if inv else "every promise holds in it"
-            self.r.notes.append(f"the real cluster reached the model's final state; {what}")
-            self.r.verdict = "reproduced"
-            return
-        last = self.look()
-        log = dict(last.logs).get(last.leader, ())
-        try:
-            self.r.read = client.read_all(self.c.bootstrap_of(self.running()), TOPIC, timeout=10)
-        except Exception as e:  # KIP-207: a leader below min ISR may not answer yet
-            self.r.notes.append(f"a consumer could not read: {e}")
-        # By value: the producer never retries, so each value is written once (and with acks=0
-        # the client learns no offset: librdkafka reports -1).
-        lost = [
-            a
-            for a in self.r.acks
-            if a.offset is not None
-            and a.value not in {v for _e, v in log}
-            and a.value not in {v for _o, v in self.r.read}
-        ]
-        acked = ", ".join(f"{a.value} at offset {a.offset}" for a in self.r.acks if a.offset is not None) or "none"
-        self.r.notes.append(
-            f"acknowledged: {acked}; leader {last.leader}'s log {list(log)}; a consumer reads {self.r.read}"
-        )
-        if lost:
-            self.r.verdict = "reproduced"
-            self.r.notes.append(
-                f"{inv} violated for real: "
-                + ", ".join(f"{a.value}, acknowledged at offset {a.offset}" for a in lost)
-                + f", is not in leader {last.leader}'s log nor in what a consumer reads"
-            )
-        else:
-            self.r.verdict = "diverged"
-            self.r.notes.append(f"the final states match, but no acknowledged record is missing: {inv} not seen")
-
-
-def _same(model: View, real: View) -> bool:
-    """The comparison: every field of the View, the leader's HW read as 0 before its checkpoint
-    file names the partition (a new leader's HW starts at its log start, 0 here)."""
-    return model == (real if real.leader < 0 else replace(real, leader_hw=real.leader_hw or 0))
-
-
-def _stays(replay: Replay) -> None:
-    """A liveness counterexample whose last state may stay forever (its loop is its last step):
-    the real cluster must stay in it for STAY_S by its own clocks (session timeouts, the
-    controller's periodic elections); a cycle longer than that is run once."""
-    t = replay.t
-    want = replay.views[-1]
-    if t.loop != t.length:
-        replay.r.notes.append(f"the cycle from step {t.loop} was run once; {t.invariant} never happens on it")
-        replay.r.verdict = "reproduced"
-        return
-    deadline = time.monotonic() + STAY_S
-    while time.monotonic() < deadline:
-        real = replay.look()
-        if not _same(want, real):
-            replay.r.notes.append(f"the real cluster left the model's last state: {'; '.join(want.differences(real))}")
-            replay.r.verdict = "diverged"
-            return
-        time.sleep(0.5)
-    replay.r.notes.append(
-        f"the real cluster stayed in the model's last state for {STAY_S:.0f} s: {t.invariant} does not happen"
-    )
-    replay.r.verdict = "reproduced"
+        verdict.verdict(self)
 
 
 class Diverged(Exception):
@@ -447,6 +394,8 @@ def run(
     why = refusal(trace)
     if why is not None:
         raise Refused(why)
+    moved = interleave.in_crash_order(trace)
+    assert not isinstance(moved, str)
     result = Result(folder=folder)
     report = folder / "report.txt"
     folder.mkdir(parents=True, exist_ok=True)
@@ -458,9 +407,15 @@ def run(
 
     cfg = trace.config
     settings = replace(settings, elr=cfg.rule("elr") == "on", network=network)
+    if interleave.crash_waits(moved.steps):  # a restart must fit between two fences
+        settings = replace(settings, session_timeout_ms=max(settings.session_timeout_ms, interleave.LONG_SESSION_MS))
     old = signal.signal(signal.SIGTERM, _interrupt)
     try:
         say(f"replaying {len(trace.steps) - 1} steps on Kafka {version}; logs and report in {folder}")
+        if moved is not trace:
+            order = ", ".join(format_action(a) for a, _s in moved.steps[1:])
+            say(f"as an equivalent interleaving (interleave.py: crashes fenced in the order they crash): {order}")
+            trace = moved
         with kraft_cluster(version, len(cfg.brokers), settings, folder=folder) as cluster:
             rep = Replay(cluster, trace, result, say, network)
             try:

@@ -243,7 +243,7 @@ class Validator:
             token = ("produce", event["value"]) if kind == "send" else (kind, *args)
             self.frontier = [i._replace(pending=i.pending | {token}) for i in self.frontier]
             return None
-        if kind in ("pause", "resume", "error"):
+        if kind in ("pause", "resume", "error", "partition", "heal"):
             return None  # the model's stalls and fences are always allowed; nothing to match
         items = self.closure(self.frontier)
         if kind == "controller":
@@ -259,7 +259,10 @@ class Validator:
             b = event["broker"]
             out = []
             for i in items:
-                keep = i.state.broker(b).leo
+                # A power loss (faults.py) names what the log held and what the cut kept.
+                keep = i.state.broker(b).leo if event.get("keep") is None else event["keep"]
+                if event.get("end", i.state.broker(b).leo) != i.state.broker(b).leo:
+                    continue
                 out += [
                     Item(normal(n), i.values, i.pending)
                     for n in self.model.unobserved_step(i.state, lc.BrokerCrash(b, keep))
@@ -321,6 +324,10 @@ def describe_event(event: dict[str, Any]) -> str:
         return f"the logs {logs}, HW checkpoints {event['checkpoints']}{tail}"
     if kind == "controller":
         return f"controller: {event['view'].words()}"
+    if kind in ("partition", "heal"):
+        return f"{'cut' if kind == 'partition' else 'healed'} {event['link']} {event['a']}-{event['b']}"
+    if kind == "kill" and "keep" in event:
+        return f"power loss {event['broker']}: {event['keep']} of {event['end']} records kept"
     args = " ".join(str(a) for a in event.get("args", ()))
     return f"{kind} {event.get('broker', '')}{event.get('value', '')}{args}".strip()
 

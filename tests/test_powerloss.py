@@ -6,7 +6,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from kafkamc.realkafka.powerloss import CannotCut, cut, cut_offset
+from kafkamc.realkafka.powerloss import CannotCut, boundaries, cut, cut_offset
 
 
 def _batch(base: int, records: int, size: int = 80) -> bytes:
@@ -44,3 +44,11 @@ def test_fsynced_records_are_not_lost(tmp_path):
     with pytest.raises(CannotCut, match="keeps 0 records but Kafka had fsynced 2"):
         cut(part, tmp_path, "t", 0)
     assert (part / "00000000000000000000.log").stat().st_size == 160
+
+
+def test_a_power_loss_can_keep_only_whole_batches(tmp_path):
+    part = tmp_path / "t-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(_batch(0, 1) + _batch(1, 2))
+    (part / "00000000000000000003.log").write_bytes(_batch(3, 1))
+    assert boundaries(part) == [0, 1, 3, 4]  # never 2: the second batch holds offsets 1 and 2

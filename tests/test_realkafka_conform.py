@@ -66,3 +66,28 @@ def test_sigterm_validates_what_was_observed_and_leaves_no_jvm(tmp_path):
     assert "consistent: every observation is one the model can make" in report
     assert report.rstrip().splitlines()[-1].startswith("interrupted after ")
     assert _jvms_of(run) == []
+
+
+def test_partitions_and_power_losses_are_consistent_and_leave_nothing(kafkamc_cli, tmp_path):
+    """Seed 203's six faults cut each of the three links once (a zombie leader, a follower
+    dropped on the lag clock, a follower fenced while it fetches) and lose broker 1's power; the
+    report names each fault's counterpart in the model, and no JVM or node process is left."""
+    from kafkamc.realkafka.netns import Network, NoNetwork
+    from test_realkafka_partitions import _ours
+
+    try:
+        Network({}).__enter__().__exit__(None, None, None)
+    except NoNetwork as e:
+        pytest.skip(str(e))
+    out = tmp_path / "runs"
+    args = ("--faults", "6", "--seed", "203", "--kafka-version", "4.4.0", "--partitions", "--power-loss")
+    r = kafkamc_cli("conform", *args, "--out", out, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    run = next(out.iterdir())
+    report = (run / "report.txt").read_text().splitlines()
+    assert ", cuts leader-controller leader-follower follower-controller, power losses: " in report[0]
+    assert report[2] == "consistent: every observation is one the model can make"
+    assert report[3] == "the faults, each with its counterpart in the model:"
+    assert any(line.startswith("  power loss of broker 1: ") and "BrokerCrash(1, keep=" in line for line in report)
+    assert any(line.startswith("  cut leader-controller (broker ") for line in report)
+    assert _jvms_of(run) == [] and _ours() == []
