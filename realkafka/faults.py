@@ -20,13 +20,33 @@ producer's answers and the files, and is checked like everything else.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kafkamc.realkafka import client, powerloss
 from kafkamc.realkafka.observe import checkpoint, read_log
 
-if TYPE_CHECKING:
-    from kafkamc.realkafka.conform import Run
+
+class Run(Protocol):
+    """What the faults need of a conform run (realkafka/conform.py Run), named here so that
+    conform, which plays them, is not imported back."""
+
+    @property
+    def c(self) -> Any: ...
+    @property
+    def producer(self) -> Any: ...
+    @property
+    def setup(self) -> Any: ...
+    @property
+    def idle(self) -> Any: ...
+    @property
+    def note(self) -> Any: ...
+    @property
+    def running(self) -> Any: ...
+    @property
+    def say(self) -> Any: ...
+    @property
+    def send(self) -> Any: ...
+
 
 KINDS = ("powerloss", "cut")
 CONTROLLER = 0
