@@ -50,7 +50,8 @@ def test_no_import_cycle_even_through_lazy_or_type_checking_imports():
 
 @pytest.mark.parametrize("folder", FOLDERS + ["tests"])
 def test_no_module_over_500_lines(folder):
-    long = {p.name: n for p in (ROOT / folder).glob("*.py") if (n := len(p.read_text().splitlines())) > 500}
+    # rglob: checker/'s modules sit in packages by concern (issue 40), tests/ has conformance/.
+    long = {str(p): n for p in (ROOT / folder).rglob("*.py") if (n := len(p.read_text().splitlines())) > 500}
     assert long == {}
 
 

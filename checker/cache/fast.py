@@ -54,9 +54,7 @@ class FastSuccessors:
         self.states = 0  # expanded through transitions(): the candidate caches' lookups, n each
         self.observe_lookups = self.observe_misses = 0
         self.candidate_runs = [0] * (self.n + 1)  # candidate-cache misses per broker (checker/cache/verify.py)
-        # The native core's own caches, (lookups, misses) by name, once a core has searched
-        # with this model (checker/core/native_search.py Attached.close).
-        self.core_counts: dict[str, tuple[int, int]] = {}
+        self.core_counts: dict[str, tuple[int, int]] = {}  # a core's own caches' (lookups, misses)
         self.observe_wide: frozenset | None = None  # parts observe read beyond the usual key
         # With symmetry over a pool (checker FastModel.pooled), the kinds of action whose
         # successors need relabelling (spec/next.py moves_replicas), and how to fingerprint them.
