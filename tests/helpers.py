@@ -117,3 +117,15 @@ def run_kafkamc(*args, cwd=None, timeout=600, columns=200):
     assert EXE, "the kafkamc entry point is not installed"
     env = dict(os.environ, COLUMNS=str(columns))
     return subprocess.run([EXE, *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
+
+
+def skip_without_namespaces() -> None:
+    """Skip the calling test, with the reason in one line, where this machine cannot make the
+    network namespace the partition harness runs in (realkafka/netns.py)."""
+    import pytest
+    from kafkamc.realkafka.netns import Network, NoNetwork
+
+    try:
+        Network({}).__enter__().__exit__(None, None, None)
+    except NoNetwork as e:
+        pytest.skip(str(e))

@@ -9,6 +9,7 @@ import subprocess
 import time
 
 import pytest
+from helpers import skip_without_namespaces
 from kafkamc.realkafka.conform import Outcome, check
 from test_conform import follower_ignores_hw, mutant
 from test_realkafka_replay import _jvms_of, _text
@@ -72,13 +73,9 @@ def test_partitions_and_power_losses_are_consistent_and_leave_nothing(kafkamc_cl
     """Seed 203's six faults cut each of the three links once (a zombie leader, a follower
     dropped on the lag clock, a follower fenced while it fetches) and lose broker 1's power; the
     report names each fault's counterpart in the model, and no JVM or node process is left."""
-    from kafkamc.realkafka.netns import Network, NoNetwork
     from test_realkafka_partitions import _ours
 
-    try:
-        Network({}).__enter__().__exit__(None, None, None)
-    except NoNetwork as e:
-        pytest.skip(str(e))
+    skip_without_namespaces()
     out = tmp_path / "runs"
     args = ("--faults", "6", "--seed", "203", "--kafka-version", "4.4.0", "--partitions", "--power-loss")
     r = kafkamc_cli("conform", *args, "--out", out, timeout=900)

@@ -11,8 +11,9 @@ import subprocess
 import time
 
 import pytest
+from helpers import skip_without_namespaces
 from kafkamc.realkafka.cluster import GID_BASE
-from kafkamc.realkafka.netns import Network, NoNetwork
+from kafkamc.realkafka.netns import Network
 from test_realkafka_replay import _jvms_of, _text
 
 pytestmark = pytest.mark.kafka
@@ -21,10 +22,7 @@ VERSION = "4.1.1"
 
 @pytest.fixture(autouse=True)
 def _namespaces():
-    try:
-        Network({}).__enter__().__exit__(None, None, None)
-    except NoNetwork as e:
-        pytest.skip(str(e))
+    skip_without_namespaces()
 
 
 def _ours() -> list[str]:

@@ -7,7 +7,7 @@ the acknowledged write is gone (realkafka/unregistered.py has the schedule and K
 from __future__ import annotations
 
 import pytest
-from kafkamc.realkafka.netns import Network, NoNetwork
+from helpers import skip_without_namespaces
 from kafkamc.realkafka.unregistered import reproduce
 from test_realkafka_partitions import _ours
 from test_realkafka_replay import _jvms_of
@@ -17,10 +17,7 @@ pytestmark = pytest.mark.kafka
 
 @pytest.fixture(autouse=True)
 def _namespaces():
-    try:
-        Network({}).__enter__().__exit__(None, None, None)
-    except NoNetwork as e:
-        pytest.skip(str(e))
+    skip_without_namespaces()
 
 
 @pytest.mark.parametrize("version", ["4.1.1", "4.4.0"])

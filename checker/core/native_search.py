@@ -22,7 +22,7 @@ from collections import Counter
 from kafkamc.checker.cache.outcomes import Mapped, StepCache
 from kafkamc.checker.core import native
 from kafkamc.checker.engines.level import note_step
-from kafkamc.checker.engines.search import Limits, Result, Ticker, traces_of, verdict_of
+from kafkamc.checker.engines.search import Limits, Result, Ticker, take_hits, traces_of, verdict_of
 from kafkamc.checker.store.keys import index_bytes
 from kafkamc.checker.store.memory import peak_rss
 from kafkamc.spec.state import State
@@ -358,12 +358,7 @@ def _search(attached, model, checks, unreached, limits, progress, progress_every
                     if bad:
                         violation_at = (bad, "action", node, index)
                         break
-                    hits = [it for it in unreached if it[1](parent, nxt)]
-                    if hits:
-                        for item in hits:
-                            unreached.remove(item)
-                            witnesses[item[0]] = (node, index)
-                            targets.discard(item[0])
+                    if take_hits(unreached, parent, nxt, node, index, witnesses, targets):
                         attached.use_quiet(checks.quiet_step([name for name, _ in unreached]))
                         if stop_when_reached and not targets:
                             break

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 from kafkamc.checker.cache.fast import UNKNOWN, screened
 from kafkamc.checker.core.native_search import core_for, explore_native
-from kafkamc.checker.engines.search import STRATEGIES, Limits, Result, Ticker, traces_of, verdict_of
+from kafkamc.checker.engines.search import STRATEGIES, Limits, Result, Ticker, take_hits, traces_of, verdict_of
 from kafkamc.checker.store.frontier import queue_for
 from kafkamc.checker.store.memory import peak_rss
 from kafkamc.checker.store.visited import FingerprintSet, Nodes
@@ -179,12 +179,7 @@ def _explore(model, checks, strategy, limits, progress, progress_every, stop_whe
                     if bad:
                         violation_at = (bad, "action", node, index)
                         break
-                    hits = [it for it in unreached if it[1](state, nxt)]
-                    if hits:
-                        for item in hits:
-                            unreached.remove(item)
-                            witnesses[item[0]] = (node, index)
-                            targets.discard(item[0])
+                    if take_hits(unreached, state, nxt, node, index, witnesses, targets):
                         quiet = quiet_step(unreached)
                         if stop_when_reached and not targets:
                             break

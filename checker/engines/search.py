@@ -127,6 +127,17 @@ def traces_of(model, path, witnesses: dict, violation_at) -> tuple[dict, Violati
     return reached, violation
 
 
+def take_hits(unreached: list, prev, nxt, node: int, index: int, witnesses: dict, targets: set) -> bool:
+    """The reachability properties a non-quiet step reaches: each leaves `unreached` and gets
+    its witness (node, index); whether any did (the caller's quiet test must then change)."""
+    hits = [it for it in unreached if it[1](prev, nxt)]
+    for item in hits:
+        unreached.remove(item)
+        witnesses[item[0]] = (node, index)
+        targets.discard(item[0])
+    return bool(hits)
+
+
 class Ticker:
     """What the one-process searches do after each state they expand: every 64 states, report
     progress and read the clock against the time limit; every state, the state limit."""
