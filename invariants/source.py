@@ -27,9 +27,10 @@ def define(name: str, src: str):
 
 
 def groups_of(part_reads) -> tuple:
-    """The state invariants' groups of parts: one bitmask per distinct set of components read
-    (state_test's bits). A group's truth value depends on those components alone, which is
-    what lets the native core remember it per group (native/src/verdicts.rs)."""
+    """Groups of invariant parts: one bitmask per distinct set of components read (the state
+    invariants' by state_test's bits; the quiet test's conjuncts by InvariantSuite._step_reads).
+    A group's truth value depends on those components alone, which is what lets the native
+    core remember it per group (native/src/verdicts.rs)."""
     return tuple(sorted(set(part_reads)))
 
 
@@ -90,7 +91,7 @@ class ShippedChecks:
     all_steps: str  # the source of AllStepInvariants
     step_invs: tuple  # (name, source) per step invariant
     reach: tuple  # (name, source) per reachability property
-    quiet: dict  # reachability names still sought (a tuple) -> (source, leader_only)
+    quiet: dict  # reachability names still sought (a tuple) -> (source, leader_only, groups)
     _fns: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __getstate__(self) -> dict:
@@ -135,7 +136,7 @@ class ShippedChecks:
 
     def quiet_step(self, reach_names: list):
         """The quiet test compiled on the driver for exactly these names (see shipped)."""
-        src, leader_only = self.quiet[tuple(reach_names)]
+        src, leader_only, groups = self.quiet[tuple(reach_names)]
         fn = self._fn(src)
-        fn.leader_only = leader_only
+        fn.leader_only, fn.groups = leader_only, groups
         return fn

@@ -131,6 +131,35 @@ class InvariantSuite:
                 out |= bits[component]
         return out
 
+    def _quiet_groups(self, conjuncts: list) -> tuple:
+        """The quiet test's groups of conjuncts (groups_of, by _step_reads): for any step, and
+        for a step that keeps the controller, where Z3 folds some conjuncts to true and
+        others to fewer components."""
+        conjuncts = [part for c in conjuncts for part in _split(c)]
+        unchanged = self._controller_unchanged()
+        same = [z3.simplify(z3.substitute(c, *unchanged)) for c in conjuncts]
+        return (
+            groups_of(self._step_reads(c) for c in conjuncts),
+            groups_of(self._step_reads(c) for c in same if not z3.is_true(c)),
+        )
+
+    def _step_reads(self, formula: z3.BoolRef) -> int:
+        """The components a formula of a step reads, as the native core lays out a step's two
+        states: the state before at bits 0 to rf + 2 (as _reads's bits, the budget last), the
+        state after shifted past it. A source that reads a state whole reads all of it."""
+        w = len(self.cfg.brokers) + 3
+        bits = {}
+        for view, shift in ((self.P, 0), (self.V, w)):
+            name = view.state_name
+            bits[name] = ((1 << w) - 1) << shift
+            bits[f"{name}_c"], bits[f"{name}_g"] = 1 << shift, 1 << (shift + w - 2)
+            bits.update({f"{name}_b{b}": 1 << (shift + b) for b in self.cfg.brokers})
+        out = 0
+        for name in _var_names(formula):
+            for component in self._components(self._sources[name]):
+                out |= bits[component]
+        return out
+
     def check_step(self, prev, state) -> str | None:
         if self._all_steps(prev, state):
             return None
@@ -155,9 +184,11 @@ class InvariantSuite:
         # identity, which for the same object means the same values.
         # The guard costs what it saves when nothing folds (every property reached).
         same = z3.simplify(z3.substitute(formula, *self._controller_unchanged()))
+        steps = [part for c in self.action_invs for _, part in c.parts]
+        groups = self._quiet_groups(steps + [z3.Not(r) for r in chosen])
         if z3.eq(same, z3.simplify(formula)):
             fn = compile_function("QuietStep", ["p", "s"], self.P.prelude + self.V.prelude, formula, self._sources)
-            fn.leader_only = self._leader_only(same)
+            fn.leader_only, fn.groups = self._leader_only(same), groups
             return fn
         fn = compile_guarded(
             "QuietStep",
@@ -168,7 +199,7 @@ class InvariantSuite:
             formula,
             self._sources,
         )
-        fn.leader_only = self._leader_only(same)
+        fn.leader_only, fn.groups = self._leader_only(same), groups
         return fn
 
     def _leader_only(self, same: z3.BoolRef) -> bool:
@@ -206,7 +237,7 @@ class InvariantSuite:
         quiet = {}
         for names in reach_sets:
             fn = self.quiet_step(list(names))
-            quiet[tuple(names)] = (fn.source, fn.leader_only)
+            quiet[tuple(names)] = (fn.source, fn.leader_only, fn.groups)
         return ShippedChecks(
             self._state_parts,
             tuple(self._part_reads),
@@ -288,3 +319,17 @@ def _var_names(expr: z3.ExprRef) -> list[str]:
             out.append(e.decl().name())
         stack.extend(e.children())
     return sorted(out)
+
+
+def _split(formula: z3.BoolRef) -> list:
+    """A formula as conjuncts read apart: an And's children, and a negated Or's negated
+    disjuncts (not being reached by any broker is not being reached by each)."""
+    if z3.is_and(formula):
+        return [part for child in formula.children() for part in _split(child)]
+    if z3.is_not(formula):
+        inner = formula.arg(0)
+        if z3.is_or(inner):
+            return [part for child in inner.children() for part in _split(z3.Not(child))]
+        if z3.is_not(inner):
+            return _split(inner.arg(0))
+    return [formula]

@@ -304,6 +304,23 @@ def test_state_test_reads_only_the_changed_components():
     assert not s.state_test(ghost)(rewritten) and s.state_test(1 << (cfg.rf + 2))(rewritten)
 
 
+def test_quiet_test_groups_read_few_components_of_each_state():
+    """The native core remembers the quiet test's verdicts per group of conjuncts, keyed on
+    the components each reads in the step's two states (bits 0-5 the state before: controller,
+    brokers 1-3, ghost, budget; bits 6-11 the state after). At rf 3, with fences: HW
+    monotonicity reads the ghost before and the controller, one broker and the ghost after;
+    the unreached properties split per broker (HealthyFollowerShrunk's Or over followers, four
+    components each); for a step that keeps the controller only the HW parts are left."""
+    cfg = Config(rf=3, minisr=2, max_fences=1)
+    s = suite(cfg)
+    names = ["HighWatermarkAdvances", "ElrElection", "RecoveringElection", "Recovered", "HealthyFollowerShrunk"]
+    moved, same = s.quiet_step(names).groups
+    hw = [0b10011010000, 0b10101010000, 0b11001010000]
+    assert sorted(same) == sorted([0b10000010000, *hw])
+    assert sorted(moved) == sorted([0b1000001, 0b11000011, 0b101000101, 0b1001001001, 0b10000010000, *hw])
+    assert s.quiet_step([]).groups == (tuple(hw), tuple(hw))
+
+
 def test_consumers_saw_uncommitted_hw():
     """A corrupted ghost: consumers are recorded as having read HW 2 while only one record
     was committed and the leader's HW is 1. WellFormed no longer has a part for this (the

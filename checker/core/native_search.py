@@ -199,7 +199,9 @@ class Attached:
         # The core's outcomes bounded as the Python step caches are (checker/cache/budget.py).
         limit = fast.budget.limit
         # groups: the suite's state_groups; the core remembers each group's verdicts.
-        self.core = core_module.Core(self.misses, fast.n, len(self.kinds), _leader_only(quiet), groups, keep, limit)
+        self.core = core_module.Core(
+            self.misses, fast.n, len(self.kinds), _leader_only(quiet), groups, _quiet_groups(quiet), keep, limit
+        )
         self.components = components = fast.components
         pending = self.misses.pending
         for serial, obj in enumerate(components.by_serial):  # interned before the core existed
@@ -211,7 +213,7 @@ class Attached:
     def use_quiet(self, quiet) -> None:
         """A new quiet test (fewer properties left to reach): the cached verdicts are of the old."""
         self.misses.quiet_fn = quiet
-        self.core.new_quiet(_leader_only(quiet))
+        self.core.new_quiet(_leader_only(quiet), _quiet_groups(quiet))
 
     def fired(self) -> dict:
         """Transitions so far per action type."""
@@ -222,14 +224,21 @@ class Attached:
         self.components.listeners.remove(self.listener)
         core, counts = self.core, self.misses.fast.core_counts
         looked, missed = core.lookups, core.misses
-        asked = core.verdict_stats()
-        for name, n, m in zip(("candidates", "steps", "observe", "verdicts"), (*looked, asked[0]), (*missed, asked[1])):
+        asked, quiet = core.verdict_stats(), core.quiet_stats()
+        names = ("candidates", "steps", "observe", "verdicts", "quiet")
+        for name, n, m in zip(names, (*looked, asked[0], quiet[0]), (*missed, asked[1], quiet[1])):
             had = counts.get(name, (0, 0))
             counts[name] = (had[0] + n, had[1] + m)
 
 
 def _leader_only(quiet) -> bool:
     return bool(getattr(quiet, "leader_only", False))
+
+
+def _quiet_groups(quiet) -> tuple:
+    """The quiet test's groups of conjuncts, for any step and for a step that keeps the
+    controller (a test without them: one group of everything, which the core never remembers)."""
+    return getattr(quiet, "groups", ((0xFFFFFFFF,), (0xFFFFFFFF,)))
 
 
 def _explore(core_module, model, checks, limits, progress, progress_every, stop_when_reached) -> Result:

@@ -5,10 +5,10 @@
 //! and must give the same transitions in the same order.
 
 use crate::tables::{Arena, Attributes, KW, Key, Map, Outs, StepCache};
-use crate::verdicts::Verdicts;
+use crate::verdicts::{QuietVerdicts, Verdicts};
 use crate::visited::FpSet;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::PyList;
 use std::collections::VecDeque;
 
 mod misses;
@@ -85,6 +85,10 @@ pub struct Core {
     /// and the last new state handed to Python for its test: (changed mask, components).
     verdicts: Option<Verdicts>,
     tested: Option<(u32, Key)>,
+    /// The quiet test's verdicts per group of its conjuncts, on the components of a step's
+    /// two states (the state before, then the state after): for a step that changes the
+    /// controller, and for one that keeps it (fewer conjuncts, on fewer components).
+    quiet_known: QuietVerdicts,
     model: Py<PyAny>,
     /// The model's list of components interned since the core last read it.
     pending: Py<PyList>,
@@ -155,7 +159,7 @@ impl Core {
     /// reads (invariants/suite.py state_groups), or None to have every new state tested.
     #[new]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (model, n, kinds, leader_only, groups, keep=true, limit=usize::MAX))]
+    #[pyo3(signature = (model, n, kinds, leader_only, groups, quiet_groups, keep=true, limit=usize::MAX))]
     fn new(
         py: Python<'_>,
         model: Py<PyAny>,
@@ -163,6 +167,7 @@ impl Core {
         kinds: usize,
         leader_only: bool,
         groups: Option<Vec<u32>>,
+        quiet_groups: (Vec<u32>, Vec<u32>),
         keep: bool,
         limit: usize,
     ) -> PyResult<Self> {
@@ -197,15 +202,18 @@ impl Core {
             misses: (0, 0, 0),
             verdicts: groups.map(|g| Verdicts::new(&g, limit)),
             tested: None,
+            quiet_known: QuietVerdicts::new(&quiet_groups, limit),
             model,
             pending,
         })
     }
 
     /// The quiet test changed (a property was reached): cached verdicts are of the old one.
-    fn new_quiet(&mut self, leader_only: bool) {
+    /// `groups`: the new test's groups of conjuncts (invariants/suite.py quiet_step).
+    fn new_quiet(&mut self, leader_only: bool, groups: (Vec<u32>, Vec<u32>)) {
         self.quiet_gen += 1;
         self.leader_only = leader_only;
+        self.quiet_known = QuietVerdicts::new(&groups, self.limit);
     }
 
     /// Add a fingerprint to the visited set; a node and a place in the queue if it is new.
@@ -361,6 +369,11 @@ impl Core {
             .map_or((0, 0, 0), |v| (v.asked.0, v.asked.1, v.entries()))
     }
 
+    /// The quiet test's verdicts: (lookups, misses, projections held).
+    fn quiet_stats(&self) -> (u64, u64, usize) {
+        self.quiet_known.stats()
+    }
+
     /// Entries in the step caches, the candidates' and the observations'.
     fn entries(&self) -> (usize, usize, usize) {
         let steps = self.steps.iter().map(|s| s.entries()).sum();
@@ -436,9 +449,7 @@ impl Core {
                     continue;
                 }
             } else {
-                let q: bool = self
-                    .call(py, "quiet", (PyTuple::new(py, &new[..w])?,))?
-                    .extract(py)?;
+                let q = self.quiet(py, &cur.comps[..w], &new[..w])?;
                 if keeps && let Some(entry) = self.observe.get_mut(&okey) {
                     entry.quiet = q;
                     entry.quiet_gen = self.quiet_gen;

@@ -4,7 +4,7 @@
 //! components touch only groups already seen true on the same components passes its state
 //! test without Python being asked (the search's "once per new state" call is then spared).
 
-use crate::tables::Fx;
+use crate::tables::{Fx, KW};
 use std::collections::HashSet;
 use std::hash::BuildHasherDefault;
 
@@ -92,6 +92,52 @@ impl Verdicts {
     }
 }
 
+/// The quiet test's verdicts per group of its conjuncts (invariants/suite.py quiet_step's
+/// `groups`), on the components of a step's two states laid end to end (the state before,
+/// then the state after): one set for a step that changes the controller, one for a step
+/// that keeps it, where Z3 folded some conjuncts to true and others to fewer components.
+pub struct QuietVerdicts([Verdicts; 2]);
+
+impl QuietVerdicts {
+    /// `groups`: (for any step, for a step that keeps the controller).
+    pub fn new(groups: &(Vec<u32>, Vec<u32>), limit: usize) -> Self {
+        QuietVerdicts([
+            Verdicts::new(&groups.0, limit),
+            Verdicts::new(&groups.1, limit),
+        ])
+    }
+
+    fn pair(before: &[u32], after: &[u32]) -> ([u32; 2 * KW], usize) {
+        let w = before.len();
+        let mut pair = [u32::MAX; 2 * KW];
+        pair[..w].copy_from_slice(before);
+        pair[w..2 * w].copy_from_slice(after);
+        (pair, 2 * w)
+    }
+
+    /// Whether every group is known true on the step's components.
+    pub fn good(&mut self, before: &[u32], after: &[u32]) -> bool {
+        let (pair, len) = Self::pair(before, after);
+        self.0[(before[0] == after[0]) as usize].good(u32::MAX, &pair[..len])
+    }
+
+    /// Python found the step quiet: every group is true on its components.
+    pub fn mark(&mut self, before: &[u32], after: &[u32]) {
+        let (pair, len) = Self::pair(before, after);
+        self.0[(before[0] == after[0]) as usize].mark(u32::MAX, &pair[..len]);
+    }
+
+    /// (lookups, misses, projections held).
+    pub fn stats(&self) -> (u64, u64, usize) {
+        let [a, b] = &self.0;
+        (
+            a.asked.0 + b.asked.0,
+            a.asked.1 + b.asked.1,
+            a.entries() + b.entries(),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,5 +178,26 @@ mod tests {
         v.mark(1, &[1, 2, 3, 4, 5]);
         assert!(!v.good(1, &[1, 2, 3, 4, 5]));
         assert_eq!(v.entries(), 0);
+    }
+
+    #[test]
+    fn a_quiet_step_is_remembered_on_both_states_and_by_whether_the_controller_moved() {
+        // Two components a state (controller, broker): any step reads the broker before and
+        // after (mask 0b1010); a step that keeps the controller reads the broker after only.
+        let mut q = QuietVerdicts::new(&(vec![0b1010], vec![0b1000]), 100);
+        assert!(!q.good(&[1, 5], &[2, 6]));
+        q.mark(&[1, 5], &[2, 6]);
+        assert!(q.good(&[1, 5], &[3, 6]), "the controller is not read");
+        assert!(!q.good(&[1, 7], &[2, 6]), "another broker before");
+        assert!(
+            !q.good(&[1, 5], &[1, 6]),
+            "the controller kept: the other set"
+        );
+        q.mark(&[1, 5], &[1, 6]);
+        assert!(
+            q.good(&[4, 9], &[4, 6]),
+            "kept: only the broker after is read"
+        );
+        assert_eq!(q.stats(), (5, 3, 2));
     }
 }

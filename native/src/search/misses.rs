@@ -201,4 +201,24 @@ impl Core {
         }
         Ok(self.arena.add(made))
     }
+
+    /// The quiet test of a step, from its groups' remembered verdicts when every group is
+    /// known true on the components it reads in the two states, else asked of Python.
+    pub(super) fn quiet(
+        &mut self,
+        py: Python<'_>,
+        before: &[u32],
+        after: &[u32],
+    ) -> PyResult<bool> {
+        if self.quiet_known.good(before, after) {
+            return Ok(true);
+        }
+        let q: bool = self
+            .call(py, "quiet", (PyTuple::new(py, after)?,))?
+            .extract(py)?;
+        if q {
+            self.quiet_known.mark(before, after);
+        }
+        Ok(q)
+    }
 }
