@@ -101,6 +101,15 @@ pub struct QuietVerdicts([Verdicts; 2]);
 impl QuietVerdicts {
     /// `groups`: (for any step, for a step that keeps the controller).
     pub fn new(groups: &(Vec<u32>, Vec<u32>), limit: usize) -> Self {
+        // A conjunct that reads nothing is constant: asked of Python every time (every
+        // position, wider than a projection), never skipped as a group no change touches.
+        let wide = |masks: &Vec<u32>| -> Vec<u32> {
+            masks
+                .iter()
+                .map(|&m| if m == 0 { u32::MAX } else { m })
+                .collect()
+        };
+        let groups = (wide(&groups.0), wide(&groups.1));
         QuietVerdicts([
             Verdicts::new(&groups.0, limit),
             Verdicts::new(&groups.1, limit),
@@ -199,5 +208,13 @@ mod tests {
             "kept: only the broker after is read"
         );
         assert_eq!(q.stats(), (5, 3, 2));
+    }
+
+    #[test]
+    fn a_quiet_conjunct_that_reads_nothing_is_always_asked() {
+        let mut q = QuietVerdicts::new(&(vec![0], vec![0, 0b10]), 100);
+        q.mark(&[1, 5], &[2, 6]);
+        q.mark(&[1, 5], &[1, 6]);
+        assert!(!q.good(&[1, 5], &[2, 6]) && !q.good(&[1, 5], &[1, 6]));
     }
 }
