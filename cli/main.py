@@ -334,19 +334,24 @@ def list_invariants(properties_file, as_json):
     "--all",
     "everything",
     is_flag=True,
-    help="the whole table: also Spark local mode and the large configuration, with and without symmetry",
+    help="the whole table: also Spark local mode and the large configuration, with and without symmetry "
+    "(and TLC's row where KAFKAMC_TLA2TOOLS and KAFKAMC_TLC_SPEC are set: jobs/tlc.py)",
 )
 @click.option("--run", "names", multiple=True, metavar="NAME", help="only this run of the table (repeatable)")
 def bench(as_json, everything, names):
     """Time the engines on a fixed table of configurations; each run in a fresh process.
 
     Without options: the default check with and without symmetry reduction."""
-    from kafkamc.jobs.bench import QUICK, RUNS, run_table
+    from kafkamc.jobs.bench import QUICK, RUNS, run_table, runs_here, unavailable
 
     for name in names:
         if name not in RUNS:
             raise UsageProblem(f"unknown benchmark run {name!r}; runs: {', '.join(RUNS)}")
-    table = run_table(names or (tuple(RUNS) if everything else QUICK))
+    chosen = names or (runs_here(os.environ) if everything else QUICK)
+    for name in chosen:
+        if why := unavailable(name, os.environ):  # TLC's row: the jar and the specification
+            raise UsageProblem(why)
+    table = run_table(chosen)
     if as_json:
         click.echo(json.dumps(schema("bench") | table, indent=1))
         return EXIT_HOLDS

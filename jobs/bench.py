@@ -33,11 +33,15 @@ SHUTDOWNS_CONFIG = Config(rf=3, minisr=2, max_controlled_shutdowns=1)
 ALL_FAULTS_CONFIG = Config(rf=3, minisr=2, max_records=1, max_clean_shutdowns=1, max_hard_crashes=1, max_fences=1)
 REASSIGNMENT_CONFIG = Config(rf=3, minisr=2, broker_count=4, max_reassignments=1, max_records=1)
 TEN_MILLION = 10_000_000
+# Issue 40's TLC side by side: kafkamc's match for Vanlightly's kip-966 cfg (one record, one hard
+# crash, one fence, no clean shutdown; jobs/tlc.py's KAFKAMC_ARGS), and TLC on that cfg itself.
+PEER_CONFIG = Config(rf=3, minisr=2, max_records=1, max_hard_crashes=1, max_fences=1, max_clean_shutdowns=0)
 
 # name -> (config, engine). The engines: "local" (one process, the native core where built),
 # "python" (one process, the Python engine), "workers[N]" (--workers N),
 # "spark-local[T]" (Spark local mode with T threads and T partitions), "simulate" (--simulate
-# with SIMULATE_RUN's walks, one process).
+# with SIMULATE_RUN's walks, one process), "tlc" (TLC 2.18 on the peer's own cfg, jobs/tlc.py: only
+# where KAFKAMC_TLA2TOOLS and KAFKAMC_TLC_SPEC name the jar and the specification).
 RUNS = {
     "default": (BENCH_CONFIG, "local"),
     "default-python": (BENCH_CONFIG, "python"),
@@ -60,6 +64,8 @@ RUNS = {
     "shutdowns-workers[2]": (SHUTDOWNS_CONFIG, "workers[2]"),
     "all-faults-workers[2]": (ALL_FAULTS_CONFIG, "workers[2]"),
     "reassignment-workers[2]": (REASSIGNMENT_CONFIG, "workers[2]"),
+    "peer-kip966": (PEER_CONFIG, "local"),
+    "tlc-kip966": (PEER_CONFIG, "tlc"),
 }
 CUT = {"fences-workers[2]": TEN_MILLION, "shutdowns-workers[2]": TEN_MILLION}  # run -> max distinct states
 SIMULATE_RUN = (200, 100, 0)  # walks, steps at most per walk, seed
@@ -92,9 +98,36 @@ def peak_children_mib() -> float:
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
+def unavailable(name: str, env) -> str | None:
+    """Why a run of the table cannot run here (one line), or None: TLC's row needs the jar and
+    the specification, checked as jobs/tlc.py checks them."""
+    from kafkamc.jobs.tlc import TlcProblem, configured, inputs_from
+
+    if RUNS[name][1] != "tlc":
+        return None
+    if not configured(env):
+        return f"benchmark run {name} needs KAFKAMC_TLA2TOOLS (tla2tools.jar) and KAFKAMC_TLC_SPEC (the .tla)"
+    try:
+        inputs_from(env)
+    except TlcProblem as e:
+        return f"benchmark run {name}: {e}"
+    return None
+
+
+def runs_here(env) -> tuple:
+    """The whole table (`bench --all`): TLC's row only where the environment names TLC."""
+    from kafkamc.jobs.tlc import configured
+
+    return tuple(n for n in RUNS if RUNS[n][1] != "tlc" or configured(env))
+
+
 def run_one(name: str) -> dict:
     """One run of the table, in this process."""
     cfg, engine = RUNS[name]
+    if engine == "tlc":  # the JVM's own wall time, CPU time and peak, from jobs/tlc.py
+        from kafkamc.jobs.tlc import inputs_from, run_tlc
+
+        return run_tlc(inputs_from(os.environ)) | {"run": name}
     levels: list = []  # Spark's progress reports: the last one has the shuffle's totals
     caches = None  # one process: each cache's lookups, misses and hit rate
     start, cpu = time.monotonic(), cpu_time()
