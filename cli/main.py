@@ -334,8 +334,9 @@ def list_invariants(properties_file, as_json):
     "--all",
     "everything",
     is_flag=True,
-    help="the whole table: also Spark local mode and the large configuration, with and without symmetry "
-    "(and TLC's row where KAFKAMC_TLA2TOOLS and KAFKAMC_TLC_SPEC are set: jobs/tlc.py)",
+    help="the whole table: also Spark local mode, the large configuration with and without symmetry, and "
+    "the thorough checks exhausted (hours in all; TLC's row where KAFKAMC_TLA2TOOLS and KAFKAMC_TLC_SPEC "
+    "are set: jobs/tlc.py)",
 )
 @click.option("--run", "names", multiple=True, metavar="NAME", help="only this run of the table (repeatable)")
 def bench(as_json, everything, names):
