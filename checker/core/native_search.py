@@ -77,7 +77,7 @@ class Misses:
         self.quiet_fn = quiet
         self.kinds = kinds  # action type -> its index in fired
         self.actions: list = []
-        self.action_ids: dict = {}
+        self.action_ids: dict = {}  # id of its StepCache -> action id
         self.caches: list = []
         self.cache_ids: dict = {}
         self.maps: list = []
@@ -116,7 +116,7 @@ class Misses:
         found = fast.cand_caches[b].get(key) or fast._candidates_miss(self.state(serials), comps, parts, b, key)
         rows = []
         for action, kind, fixed, sc in found:
-            a = self._id(self.actions, self.action_ids, action, (action, sc))
+            a = self._id(self.actions, self.action_ids, id(sc), (action, sc))  # one StepCache per action, never dropped
             c = self._id(self.caches, self.cache_ids, id(sc), sc)
             rows.append((a, self.kinds[kind], c, None if fixed is None else self._rows(fixed)))
         return rows
