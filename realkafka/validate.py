@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kafkamc.realkafka import attempts
+from kafkamc.realkafka.lookahead import readers, shape
 from kafkamc.realkafka.observe import ControllerView, controller_view, files_view
 from kafkamc.spec import alter_partition as ap
 from kafkamc.spec import broker_lifecycle as lc
@@ -140,6 +141,7 @@ class Validator:
         self.targets: dict[str, tuple[int, ...]] = {}  # each record's requests: their brokers (attempts.py)
         self.after: dict[tuple[str, int], tuple[str, int]] = {}  # a request -> the one before it on its connection
         self.resent = False  # some record went in more than one request
+        self.canon: dict[int, int] = {}  # the checkpoints the next observations read (lookahead.py)
 
     def foresee(self, events: list[dict[str, Any]], sent: list[dict[str, Any]] | None = None) -> None:
         """Learn every send's answer before the run is validated: the producer makes one attempt
@@ -234,8 +236,9 @@ class Validator:
         return False
 
     def successors(self, item: Item) -> Iterable[Item]:
-        out: Iterable[Item] = self._successors(item)
-        return (i for i in out if self.unacked_ok(i)) if self.resent else out
+        for i in self._successors(item):
+            if not self.resent or self.unacked_ok(i):
+                yield i._replace(state=shape(i.state, self.canon)) if self.canon else i
 
     def _successors(self, item: Item) -> Iterable[Item]:
         s = item.state
@@ -431,8 +434,11 @@ def validate(
     v = Validator(cfg, replicas, actions, limit)
     v.foresee(events, sent or [])
     out = Validation()
+    ahead = readers(events, v.brokers)
     for index, event in enumerate(events):
         before = v.frontier
+        v.canon = ahead[index]
+        v.frontier = list({i._replace(state=shape(i.state, v.canon)) for i in v.frontier})
         try:
             if index == 0 and event["view"] != v.view:
                 reason: str | None = (
