@@ -79,3 +79,15 @@ def test_a_log_without_the_producers_own_lines_names_no_request():
     assert attempts.attempts(BUILT.format(b=1, n=1), "other") == []
     with pytest.raises(attempts.Unreadable):
         attempts.attempts(BUILT.format(b=1, n=1), "conform")  # a request with nothing queued
+
+
+def test_a_checkpoint_is_kept_as_the_next_cut_reads_it_and_whole_before_a_crash():
+    from kafkamc.realkafka.lookahead import OTHER, readers
+
+    events = [
+        {"kind": "send", "value": "r1"},
+        {"kind": "cut", "checkpoints": {"1": 1, "2": 0}},
+        {"kind": "kill", "broker": 2},
+        {"kind": "cut", "checkpoints": {"1": 2}},
+    ]
+    assert readers(events, (1, 2)) == [{1: 1, 2: 0}, {1: 1, 2: 0}, {1: 2}, {1: 2, 2: OTHER}]
