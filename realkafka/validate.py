@@ -143,6 +143,7 @@ class Validator:
         self.resent = False  # some record went in more than one request
         self.logged = False
         self.canon: dict[int, int] = {}  # the checkpoints the next observations read (lookahead.py)
+        self.memo: dict[State, tuple[list, list[State]]] = {}  # one observation's successors by state
 
     def foresee(self, events: list[dict[str, Any]], sent: list[dict[str, Any]] | None = None) -> None:
         """Learn every send's answer before the run is validated: the producer makes one attempt
@@ -164,7 +165,7 @@ class Validator:
 
     # ---- steps
 
-    def command_steps(self, item: Item, token: tuple) -> Iterable[Item]:
+    def command_steps(self, item: Item, token: tuple, candidates: list | None = None) -> Iterable[Item]:
         """The states a pending command leads to (it is then no longer pending)."""
         s, values, rest = item.state, item.values, item.pending - {token}
         kind = token[0]
@@ -173,7 +174,7 @@ class Validator:
         if kind in ("produce", "resend"):
             yield from self.attempt_steps(item, token, rest)
             return
-        for action in self.model.candidates(s):
+        for action in self.model.candidates(s) if candidates is None else candidates:
             if self.answers(token, action):
                 for nxt in self.model.unobserved_step(s, action):
                     yield Item(normal(nxt), values, rest)
@@ -244,12 +245,16 @@ class Validator:
 
     def _successors(self, item: Item) -> Iterable[Item]:
         s = item.state
-        for action in self.model.candidates(s):
-            if isinstance(action, SILENT):
-                for nxt in self.model.unobserved_step(s, action):
-                    yield Item(normal(nxt), item.values, item.pending)
+        known = self.memo.get(s)
+        if known is None:  # Kafka's own steps from s, the same whatever is pending
+            candidates = list(self.model.candidates(s))
+            silent = [normal(n) for a in candidates if isinstance(a, SILENT) for n in self.model.unobserved_step(s, a)]
+            known = self.memo[s] = (candidates, silent)
+        candidates, silent = known
+        for nxt in silent:
+            yield Item(nxt, item.values, item.pending)
         for token in item.pending:
-            yield from self.command_steps(item, token)
+            yield from self.command_steps(item, token, candidates)
 
     @staticmethod
     def unacked_ok(item: Item) -> bool:
@@ -441,7 +446,7 @@ def validate(
     ahead = readers(events, v.brokers)
     for index, event in enumerate(events):
         before = v.frontier
-        v.canon = ahead[index]
+        v.canon, v.memo = ahead[index], {}
         v.frontier = list({i._replace(state=shape(i.state, v.canon)) for i in v.frontier})
         try:
             if index == 0 and event["view"] != v.view:
