@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from kafkamc.realkafka import attempts
+from kafkamc.realkafka import attempts, fetch_all
 from kafkamc.realkafka.lookahead import readers, shape
 from kafkamc.realkafka.observe import ControllerView, controller_view, files_view
 from kafkamc.spec import alter_partition as ap
@@ -47,7 +47,7 @@ from kafkamc.spec import produce as pr
 from kafkamc.spec import reassignment as ra
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
-from kafkamc.spec.next import BOUNDS, describe
+from kafkamc.spec.next import BOUNDS, NEXT, describe
 from kafkamc.spec.protocol import NEWEST, PRESETS
 from kafkamc.spec.state import Budget, Ghost, State, initial_state
 
@@ -133,7 +133,8 @@ class Validation:
 class Validator:
     def __init__(self, cfg: Config, replicas: tuple[int, ...], actions: tuple | None = None, limit: int = MAX_FRONTIER):
         self.cfg, self.limit = cfg, limit
-        self.model = Model(cfg, actions, search=False)
+        # A fetch answers with every record the leader has, as a run's brokers do (fetch_all.py).
+        self.model = Model(cfg, fetch_all.actions(NEXT if actions is None else actions), search=False)
         self.brokers = cfg.brokers
         self.frontier = [Item(normal(initial_state(cfg.rf, replicas, len(cfg.brokers))), (), frozenset())]
         self.view = self.cview(self.frontier[0].state)
