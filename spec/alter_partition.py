@@ -219,15 +219,6 @@ def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | Non
                 budget = budget.spend(ISR_SHRINKS.name)
     elif cfg.rule("incarnations") == "kraft_steps" or not may_add(cfg, state.controller, br, members(added)[0]):
         return None  # under kraft_steps an addition is only ever a prepared one (above)
-    if removed and cfg.rule("incarnations") == "kraft_steps":
-        # Partition.maybeShrinkIsr -> prepareIsrShrink: the request is on its way, and until the
-        # controller's answer the maximal ISR is still the current one (PendingShrinkIsr), so the
-        # followers' fetches may move the HW and acknowledge records before the shrink commits
-        # (seed 905 on Kafka 4.1.1: "Shrinking ISR from 1,2,3 to 3. Leader: (highWatermark: 10,
-        # endOffset: 11)", r11 acknowledged at offset 10, then the controller's ISR [3]). It
-        # reaches the controller at a later step, as a prepared expansion does (may_deliver).
-        prepared = replace(br, pending=proposed, request=sent_bepochs(cfg, br, b, proposed))
-        return replace(state, budget=budget).with_broker(b, prepared)
     return write_isr(cfg, replace(state, budget=budget), b, proposed)
 
 
