@@ -188,6 +188,9 @@ def wait_partition(bootstrap: str, topic: str, leader: int, isr: list[int], time
     raise TimeoutError(f"{topic}: not leader {leader} with ISR {isr} after {timeout:.0f} s (last: {last})")
 
 
+SEND_MARK = "kafkamc producer:"  # the producer's own lines in its librdkafka log (realkafka/attempts.py)
+
+
 @dataclass
 class Ack:
     """One produced record and what the broker answered: its offset, or the error."""
@@ -211,6 +214,7 @@ class Producer:
     acks: list[Ack] = field(default_factory=list)
     required_acks: str = "all"  # the producer's acks setting: "all", "1" or "0"
     logger: logging.Logger | None = None  # where librdkafka's log goes (log_file), else errors to stderr
+    debug: str = ""  # librdkafka's debug contexts ("msg": each request built, realkafka/attempts.py)
 
     def __post_init__(self) -> None:
         from confluent_kafka import Producer as RdProducer
@@ -225,6 +229,7 @@ class Producer:
                 "request.timeout.ms": self.request_timeout_ms,
                 "message.timeout.ms": self.request_timeout_ms + 10000,
                 **_log(self.logger),
+                **({"debug": self.debug} if self.debug else {}),
             }
         )
 
@@ -238,7 +243,11 @@ class Producer:
                 ack.error = err.name()
             else:
                 ack.offset = msg.offset()
+            if self.logger is not None:  # served by poll in order with librdkafka's own lines
+                self.logger.info(f"{SEND_MARK} answer {value} {ack.error or ack.offset}")
 
+        if self.logger is not None:  # before librdkafka may log a request with it (attempts.py)
+            self.logger.info(f"{SEND_MARK} send {value}")
         self._p.produce(self.topic, value.encode(), partition=self.partition, on_delivery=report)
         self._p.poll(0)
         return ack

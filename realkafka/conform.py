@@ -23,6 +23,7 @@ report.txt, and the cluster's logs and data.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import time
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kafkamc.realkafka import client, validate
+from kafkamc.realkafka import attempts, client, validate
 from kafkamc.realkafka.cluster import Cluster, Settings, kraft_cluster
 from kafkamc.realkafka.faults import KINDS as FAULT_KINDS
 from kafkamc.realkafka.faults import Faults, counterparts
@@ -96,8 +97,15 @@ class Setup:
 class Run:
     """One schedule on one cluster; the observations as it goes."""
 
-    def __init__(self, cluster: Cluster, setup: Setup, seed: int, say: Callable[[str], None]):
-        self.c, self.setup, self.say = cluster, setup, say
+    def __init__(
+        self,
+        cluster: Cluster,
+        setup: Setup,
+        seed: int,
+        say: Callable[[str], None],
+        logger: logging.Logger | None = None,
+    ):
+        self.c, self.setup, self.say, self.logger = cluster, setup, say, logger
         self.rng = random.Random(seed)
         self.brokers = tuple(range(1, setup.brokers + 1))
         self.events: list[dict[str, Any]] = []
@@ -129,7 +137,11 @@ class Run:
             and all(self.c.partition_dir(b, TOPIC).exists() for b in range(1, self.setup.rf + 1))
         ):
             time.sleep(0.1)
-        self.producer = client.Producer(self.c.bootstrap, TOPIC, request_timeout_ms=30000)
+        # librdkafka's log of every request it builds (attempts.py): a record it sends again after
+        # NOT_LEADER_OR_FOLLOWER, retries=0 notwithstanding, is one more attempt the validator allows.
+        self.producer = client.Producer(
+            self.c.bootstrap, TOPIC, request_timeout_ms=30000, logger=self.logger, debug=attempts.SETTING["debug"]
+        )
 
     def idle(self, seconds: float) -> None:
         """Wait, serving the producer's delivery reports."""
@@ -172,13 +184,11 @@ class Run:
             self.note("pause", broker=b)
             self.c.pause(b)
             self.send(wait=0.0)
+            # A send the zombie took before the pause is answered NOT_LEADER_OR_FOLLOWER once it
+            # resumes, and librdkafka sends it again to the new leader (seed 702 again: r17 at
+            # offsets 3 and 4): the run logs each attempt (attempts.py) and the validator allows
+            # each one append, at the broker it went to.
             self.idle((s.replica_lag_ms * 1.75 if do == "stall" else s.session_timeout_ms + 2000) / 1000)
-            if do == "zombie" and self.producer is not None:
-                # A send the zombie took before the pause is answered NOT_LEADER_OR_FOLLOWER once
-                # it resumes, and librdkafka sends it again to the new leader, retries=0
-                # notwithstanding (seed 702 again: r17 at offsets 3 and 4): given up first, as
-                # faults.py does before healing a leader's link to the controller.
-                self.producer.give_up()
             self.c.resume(b)
             self.note("resume", broker=b)
         elif do == "shutdown":
@@ -311,7 +321,9 @@ def sorted_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return ([first] if first is not None else []) + rest
 
 
-def save(folder: Path, setup: Setup, seed: int, faults: int, steps: list, events: list, reads: list) -> None:
+def save(
+    folder: Path, setup: Setup, seed: int, faults: int, steps: list, events: list, reads: list, sent: list
+) -> None:
     data = {
         "setup": asdict(setup),
         "seed": seed,
@@ -319,6 +331,7 @@ def save(folder: Path, setup: Setup, seed: int, faults: int, steps: list, events
         "schedule": steps,
         "events": [e | {"view": asdict(e["view"])} if "view" in e else e for e in events],
         "reads": reads,
+        "attempts": sent,  # the producer's requests, each record's in order (attempts.py)
     }
     (folder / "observations.json").write_text(json.dumps(data, indent=1))
 
@@ -340,6 +353,8 @@ def load(folder: Path) -> tuple[Setup, list[dict[str, Any]], dict[str, Any]]:
         events.append(e)
     if dump.exists():
         events += controller_events(dump.read_text(), tuple(range(1, setup.brokers + 1)))
+    if (folder / "cluster" / "logs" / attempts.LOG).exists():  # read again, as metadata.txt is
+        data["attempts"] = attempts.read(folder / "cluster", TOPIC)
     return setup, sorted_events(events), data
 
 
@@ -368,8 +383,11 @@ def run(setup: Setup, seed: int, faults: int, folder: Path, say: Callable[[str],
     steps = schedule(seed, faults, setup.brokers, setup.rf, setup.link_list(), setup.power_loss)
     out = Outcome(folder, faults=faults, scheduled=len(steps))
     start = time.monotonic()
-    with kraft_cluster(setup.version, setup.brokers, setup.settings(), folder=folder / "cluster") as c:
-        r = Run(c, setup, seed, say)
+    with (
+        kraft_cluster(setup.version, setup.brokers, setup.settings(), folder=folder / "cluster") as c,
+        client.log_file(c.folder / "logs" / attempts.LOG) as logger,
+    ):
+        r = Run(c, setup, seed, say, logger)
         try:
             r.start()
             for i, step in enumerate(steps):
@@ -386,7 +404,7 @@ def run(setup: Setup, seed: int, faults: int, folder: Path, say: Callable[[str],
     (folder / "metadata.txt").write_text(dump)
     r.controller(dump)
     events = sorted_events(r.events)
-    save(folder, setup, seed, faults, steps, events, r.reads)
+    save(folder, setup, seed, faults, steps, events, r.reads, attempts.read(folder / "cluster", TOPIC))
     out.seconds = time.monotonic() - start
     return check(folder, out, say)
 
@@ -395,7 +413,9 @@ def check(folder: Path, out: Outcome, say: Callable[[str], None], actions: tuple
     """Validate a saved run (the model's Next unless `actions` is given) and check the promises."""
     setup, events, data = load(folder)
     out.events, out.cuts = len(events), sum(e["kind"] == "cut" for e in events)
-    out.validation = validate.validate(setup.config(), tuple(range(1, setup.rf + 1)), events, actions=actions)
+    out.validation = validate.validate(
+        setup.config(), tuple(range(1, setup.rf + 1)), events, actions=actions, sent=data.get("attempts", [])
+    )
     acks = [e for e in events if e["kind"] == "ack"]
     out.broken = promises(setup, acks, [(t, [tuple(x) for x in r]) for t, r in data["reads"]])
     if (folder / "metadata.txt").exists():

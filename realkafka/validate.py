@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from kafkamc.realkafka import attempts, fetch_all
+from kafkamc.realkafka.lookahead import readers, shape
 from kafkamc.realkafka.observe import ControllerView, controller_view, files_view
 from kafkamc.spec import alter_partition as ap
 from kafkamc.spec import broker_lifecycle as lc
@@ -45,7 +47,7 @@ from kafkamc.spec import produce as pr
 from kafkamc.spec import reassignment as ra
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
-from kafkamc.spec.next import BOUNDS, describe
+from kafkamc.spec.next import BOUNDS, NEXT, describe
 from kafkamc.spec.protocol import NEWEST, PRESETS
 from kafkamc.spec.state import Budget, Ghost, State, initial_state
 
@@ -131,17 +133,28 @@ class Validation:
 class Validator:
     def __init__(self, cfg: Config, replicas: tuple[int, ...], actions: tuple | None = None, limit: int = MAX_FRONTIER):
         self.cfg, self.limit = cfg, limit
-        self.model = Model(cfg, actions, search=False)
+        # A fetch answers with every record the leader has, as a run's brokers do (fetch_all.py).
+        self.model = Model(cfg, fetch_all.actions(NEXT if actions is None else actions), search=False)
         self.brokers = cfg.brokers
         self.frontier = [Item(normal(initial_state(cfg.rf, replicas, len(cfg.brokers))), (), frozenset())]
         self.view = self.cview(self.frontier[0].state)
         self.fates: dict[str, tuple] = {}  # the producer's answer to each send, when known in advance
+        self.targets: dict[str, tuple[int, ...]] = {}  # each record's requests: their brokers (attempts.py)
+        self.after: dict[tuple[str, int], tuple[str, int]] = {}  # a request -> the one before it on its connection
+        self.resent = False  # some record went in more than one request
+        self.logged = False
+        self.canon: dict[int, int] = {}  # the checkpoints the next observations read (lookahead.py)
+        self.memo: dict[State, tuple[list, list[State]]] = {}  # one observation's successors by state
 
-    def foresee(self, events: list[dict[str, Any]]) -> None:
+    def foresee(self, events: list[dict[str, Any]], sent: list[dict[str, Any]] | None = None) -> None:
         """Learn every send's answer before the run is validated: the producer makes one attempt
         per record (no retries), so one request appends a record at most once. A record that will
         be acknowledged at offset o was appended at offset o and was not refused; one refused with
         NOT_ENOUGH_REPLICAS was not appended. Knowing it early prunes what can no longer be."""
+        self.targets = attempts.targets(sent or [])
+        self.after = attempts.order(sent or [])
+        self.logged = bool(sent)  # the run's log names every request the producer made
+        self.resent = any(len(t) > 1 for t in self.targets.values())
         for e in events:
             if e["kind"] == "ack":
                 self.fates[e["value"]] = ("ack", e["offset"])
@@ -153,25 +166,62 @@ class Validator:
 
     # ---- steps
 
-    def command_steps(self, item: Item, token: tuple) -> Iterable[Item]:
+    def command_steps(self, item: Item, token: tuple, candidates: list | None = None) -> Iterable[Item]:
         """The states a pending command leads to (it is then no longer pending)."""
         s, values, rest = item.state, item.values, item.pending - {token}
         kind = token[0]
-        if kind == "produce":
-            k, fate = len(values) + 1, self.fates.get(token[1])
-            for b in self.brokers:
-                for nxt in self.model.unobserved_step(s, pr.Produce(b, k)):
-                    appended = nxt.budget.of(pr.RECORDS.name) > len(values)
-                    if fate is not None and (
-                        appended != (fate[0] == "ack") or (appended and s.broker(b).leo != fate[1])
-                    ):
-                        continue
-                    yield Item(normal(nxt), values + (token[1],) if appended else values, rest)
+        if kind == "unacked":
             return
-        for action in self.model.candidates(s):
+        if kind in ("produce", "resend"):
+            yield from self.attempt_steps(item, token, rest)
+            return
+        for action in self.model.candidates(s) if candidates is None else candidates:
             if self.answers(token, action):
                 for nxt in self.model.unobserved_step(s, action):
                     yield Item(normal(nxt), values, rest)
+
+    def attempt_steps(self, item: Item, token: tuple, rest: frozenset) -> Iterable[Item]:
+        """One request of the producer's for a record: ("produce", value) is its first,
+        ("resend", value, i, k) its i-th again (attempts.py: librdkafka sends it again after
+        NOT_LEADER_OR_FOLLOWER, retries=0 notwithstanding), k the record id the one before
+        appended (0: none). The run's librdkafka log names the broker each request went to and
+        how many there were; without it, one request, to any broker. Only the last is answered
+        as the client saw (the fate); one before it was answered NOT_LEADER_OR_FOLLOWER: it was
+        not appended (a broker that does not lead refuses it), or it was and the leader lost the
+        leadership before the HW passed it (the model drops its purgatory, MetadataUpdate), so
+        that record is never acknowledged ("unacked"). A request is sent again only once the one
+        before was answered: not while its record waits in a purgatory."""
+        s, values = item.state, item.values
+        value = token[1]
+        i = 0 if token[0] == "produce" else token[2]
+        if i and token[3] and any(e[1] == token[3] for b in self.brokers for e in s.broker(b).purgatory):
+            return
+        before = self.after.get((value, i))
+        if before is not None and any(
+            t[0] in ("produce", "resend") and t[1] == before[0] and (t[2] if t[0] == "resend" else 0) <= before[1]
+            for t in item.pending
+        ):
+            return  # the request before it on the same connection is not taken yet
+        sent = self.targets.get(value)
+        last = i + 1 >= (len(sent) if sent else 1)
+        fate = self.fates.get(value) if last else None
+        k = len(values) + 1
+        if not last:  # answered NOT_LEADER_OR_FOLLOWER by a broker that did not append it
+            yield Item(s, values, rest | {("resend", value, i + 1, 0)})
+        for b in (sent[i],) if sent else self.brokers:
+            for nxt in self.model.unobserved_step(s, pr.Produce(b, k)):
+                appended = nxt.budget.of(pr.RECORDS.name) > len(values)
+                if not appended and (not last or (fate is None and sent is None)):
+                    # NOT_ENOUGH_REPLICAS is not sent again (retries=0), so not before the last;
+                    # and a last request with no known answer that appends nothing is the same
+                    # state as not taking it yet, which the frontier has with more left to do
+                    # (unless a request behind it on its connection waits for it to be taken).
+                    continue
+                if fate is not None and (appended != (fate[0] == "ack") or (appended and s.broker(b).leo != fate[1])):
+                    continue
+                after = values + (value,) if appended else values
+                left = rest if last else rest | {("resend", value, i + 1, k), ("unacked", k)}
+                yield Item(normal(nxt), after, left)
 
     @staticmethod
     def answers(token: tuple, action: object) -> bool:
@@ -190,13 +240,28 @@ class Validator:
         return False
 
     def successors(self, item: Item) -> Iterable[Item]:
+        for i in self._successors(item):
+            if not self.resent or self.unacked_ok(i):
+                yield i._replace(state=shape(i.state, self.canon)) if self.canon else i
+
+    def _successors(self, item: Item) -> Iterable[Item]:
         s = item.state
-        for action in self.model.candidates(s):
-            if isinstance(action, SILENT):
-                for nxt in self.model.unobserved_step(s, action):
-                    yield Item(normal(nxt), item.values, item.pending)
+        known = self.memo.get(s)
+        if known is None:  # Kafka's own steps from s, the same whatever is pending
+            candidates = list(self.model.candidates(s))
+            silent = [normal(n) for a in candidates if isinstance(a, SILENT) for n in self.model.unobserved_step(s, a)]
+            known = self.memo[s] = (candidates, silent)
+        candidates, silent = known
+        for nxt in silent:
+            yield Item(nxt, item.values, item.pending)
         for token in item.pending:
-            yield from self.command_steps(item, token)
+            yield from self.command_steps(item, token, candidates)
+
+    @staticmethod
+    def unacked_ok(item: Item) -> bool:
+        """No record the client was told NOT_LEADER_OR_FOLLOWER for is acknowledged."""
+        acked = item.state.ghost.acked
+        return not any(t[0] == "unacked" and acked >> (t[1] - 1) & 1 for t in item.pending)
 
     def closure(self, items: Iterable[Item]) -> list[Item]:
         """Every item reachable by steps that leave the controller's view as last observed."""
@@ -241,6 +306,8 @@ class Validator:
         if kind in ("send", "restart", "shutdown", "elect", "reassign", "cancel"):
             args = tuple(tuple(a) if isinstance(a, list) else a for a in event.get("args", ()))
             token = ("produce", event["value"]) if kind == "send" else (kind, *args)
+            if kind == "send" and self.logged and event["value"] not in self.targets:
+                return None  # librdkafka's log shows no request with it: it reached no broker
             self.frontier = [i._replace(pending=i.pending | {token}) for i in self.frontier]
             return None
         if kind in ("pause", "resume", "error", "partition", "heal"):
@@ -281,14 +348,16 @@ class Validator:
             def acked(i: Item) -> bool:
                 if value not in i.values:
                     return False
-                k = i.values.index(value) + 1
+                # The last request's append: a record sent again was appended after the others.
+                k = len(i.values) - i.values[::-1].index(value)
                 return bool(i.state.ghost.acked >> (k - 1) & 1) and any(
                     len(br.log) > offset and br.log[offset][1] == k for br in i.state.brokers
                 )
 
             return acked
-        if kind == "refused":  # NOT_ENOUGH_REPLICAS: checked before the append
-            return lambda i: event["value"] not in i.values and ("produce", event["value"]) not in i.pending
+        if kind == "refused":  # NOT_ENOUGH_REPLICAS: checked before the append (the fate: not appended)
+            value = event["value"]
+            return lambda i: not any(t[0] in ("produce", "resend") and t[1] == value for t in i.pending)
         if kind == "cut":
             logs = {int(b): [tuple(r) for r in log] for b, log in event["logs"].items()}
             hws = {int(b): hw for b, hw in event["checkpoints"].items()}
@@ -367,14 +436,19 @@ def validate(
     echo: Callable[[str], None] | None = None,
     actions: tuple | None = None,
     limit: int = MAX_FRONTIER,
+    sent: list[dict[str, Any]] | None = None,
 ) -> Validation:
-    """Validate a run's observations, sorted by time, the first the topic's creation batch."""
+    """Validate a run's observations, sorted by time, the first the topic's creation batch;
+    `sent`: the producer's requests (attempts.py), when the run logged them."""
     start = time.monotonic()
     v = Validator(cfg, replicas, actions, limit)
-    v.foresee(events)
+    v.foresee(events, sent or [])
     out = Validation()
+    ahead = readers(events, v.brokers)
     for index, event in enumerate(events):
         before = v.frontier
+        v.canon, v.memo = ahead[index], {}
+        v.frontier = list({i._replace(state=shape(i.state, v.canon)) for i in v.frontier})
         try:
             if index == 0 and event["view"] != v.view:
                 reason: str | None = (

@@ -330,8 +330,12 @@ def broker_restart(cfg: Config, state: State, a: BrokerRestart) -> State | None:
         fresh = Broker(alive=True, bepoch=bepoch, log=br.log, cache=br.cache, hw=hw, checkpoint_hw=ckpt)
         registered = register(cfg, state.with_broker(b, fresh), b, br.clean)
         return metadata_update(cfg, registered, MetadataUpdate(b)) or registered
+    # The log's load drops the leader-epoch entries that start at its end (LogLoader.load ->
+    # LeaderEpochFileCache.truncateFromEndAsyncFlush(logEndOffset)): an epoch the previous
+    # incarnation led without appending (seed 919 on 4.1.1: broker 1's (2, 5), log end 5).
+    cache = tuple(e for e in br.cache if e[1] < br.leo)
     fresh = Broker(
-        alive=True, bepoch=0, log=br.log, cache=br.cache, hw=hw, checkpoint_hw=ckpt, clean=br.clean, flushed=br.leo
+        alive=True, bepoch=0, log=br.log, cache=cache, hw=hw, checkpoint_hw=ckpt, clean=br.clean, flushed=br.leo
     )
     started = state.with_broker(b, fresh)
     return metadata_update(cfg, started, MetadataUpdate(b)) or started

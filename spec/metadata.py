@@ -145,7 +145,7 @@ def metadata_update(cfg: Config, state: State, a: MetadataUpdate) -> State | Non
     if b not in c.replicas:
         return state.with_broker(b, without_partition(br))
     if c.leader == b and br.bepoch == 0:
-        return state.with_broker(b, inert(br, c))
+        return state.with_broker(b, inert(cfg, br, c))
     if c.leader != b:
         return become_follower(cfg, state, b)
     view = ineligible_view(c, b)
@@ -173,14 +173,18 @@ def without_partition(br: Broker) -> Broker:
     return Broker(alive=br.alive, bepoch=br.bepoch, clean=br.clean)
 
 
-def inert(br: Broker, c: Controller) -> Broker:
+def inert(cfg: Config, br: Broker, c: Controller) -> Broker:
     """A new process, not registered yet, whose metadata still shows it leading (its previous
     incarnation, not fenced yet): Partition.makeLeader runs, but the process answers no request
     until it is unfenced (BrokerServer.startup enables request processing last), and the
     registration's cleanup takes the leadership away first. So it neither leads nor follows.
-    (makeLeader's leader-epoch cache entry, KAFKA-7415, is left out: it names the epoch the
-    previous incarnation already led in.)"""
-    return replace(as_follower(br), leader=NO_LEADER, epoch=c.epoch, pepoch=0, isr=0, truncating=False)
+    makeLeader still writes its leader-epoch cache entry (UnifiedLog.maybeAssignEpochStartOffset,
+    KAFKA-7415), which the files keep: the epoch may be one the controller elected it to after its
+    restart, which no incarnation of it led before (seed 903 on 4.1.1: broker 2's new process,
+    refused with DUPLICATE_BROKER_REGISTRATION, logged "Leader conform-0 ... starts at leader
+    epoch 1 from offset 3" and its leader-epoch-checkpoint held (1, 3))."""
+    cache = assign_epoch(br.cache, c.epoch, br.leo) if cfg.rule("leader_epoch_cache") == "on_election" else br.cache
+    return replace(as_follower(br), leader=NO_LEADER, epoch=c.epoch, pepoch=0, isr=0, truncating=False, cache=cache)
 
 
 def stale(c: Controller, br: Broker, b: int) -> bool:
