@@ -129,3 +129,12 @@ def skip_without_namespaces() -> None:
         Network({}).__enter__().__exit__(None, None, None)
     except NoNetwork as e:
         pytest.skip(str(e))
+
+
+def load_recorded(folder, run) -> tuple:
+    """A recorded conform run (tests/data/conform/) put in `folder` as its observations.json and
+    loaded as `kafkamc conform --validate` loads it: (setup, events, data)."""
+    from kafkamc.realkafka.conform import load
+
+    (folder / "observations.json").write_text(run.read_text())
+    return load(folder)

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import load_recorded
 from kafkamc.cli.main import cli
 from kafkamc.realkafka import validate
-from kafkamc.realkafka.conform import Setup, load, promises
+from kafkamc.realkafka.conform import Setup, promises
 from kafkamc.realkafka.metadata_log import batches
 from kafkamc.realkafka.observe import batch_view, controller_view
 from kafkamc.realkafka.schedule import schedule
@@ -39,8 +40,7 @@ RUN = Path(__file__).parent / "data" / "conform" / "rf3-minisr2-seed2.json"
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("run")
-    (folder / "observations.json").write_text(RUN.read_text())
-    setup, events, _data = load(folder)
+    setup, events, _data = load_recorded(folder, RUN)
     return folder, setup, events
 
 

@@ -30,8 +30,8 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import load_recorded
 from kafkamc.realkafka import validate
-from kafkamc.realkafka.conform import load
 from kafkamc.realkafka.metadata_log import reregistrations
 from kafkamc.spec import fetch as fe
 from kafkamc.spec.config import Config
@@ -46,9 +46,7 @@ EXPANSION = (
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("run")
-    (folder / "observations.json").write_text(RUN.read_text())
-    setup, events, _data = load(folder)
+    setup, events, _data = load_recorded(tmp_path_factory.mktemp("run"), RUN)
     return setup, events
 
 

@@ -27,17 +27,15 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import load_recorded
 from kafkamc.realkafka import attempts, validate
-from kafkamc.realkafka.conform import load
 
 RUN = Path(__file__).parent / "data" / "conform" / "rf3-minisr2-resend-seed904.json"
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("run")
-    (folder / "observations.json").write_text(RUN.read_text())
-    setup, events, data = load(folder)
+    setup, events, data = load_recorded(tmp_path_factory.mktemp("run"), RUN)
     return setup, events, data["attempts"]
 
 
