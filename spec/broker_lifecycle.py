@@ -11,9 +11,8 @@ ISR, leaders re-elected). So BrokerCrash changes the broker alone and BrokerSess
 the controller's fence. In between, the ISR still names a dead broker and a dead leader still
 leads at the controller: the partition is offline in practice, and no metadata tells anyone.
 
-A clean shutdown here is a process exit without controlled shutdown (controlled.shutdown.
-enable=false; spec/controlled_shutdown.py has the controlled one): it too is noticed only when
-the session times out.
+A clean shutdown here is a process exit without controlled shutdown (controlled.shutdown.enable=false;
+spec/controlled_shutdown.py has the controlled one): it too is noticed only when the session times out.
 
 Under incarnations=fenced_first (the default) the restart waits for the fence of the previous
 incarnation, and registers, unfenced, in one step (ClusterControlManager.registerBroker refuses
@@ -330,9 +329,8 @@ def broker_restart(cfg: Config, state: State, a: BrokerRestart) -> State | None:
         fresh = Broker(alive=True, bepoch=bepoch, log=br.log, cache=br.cache, hw=hw, checkpoint_hw=ckpt)
         registered = register(cfg, state.with_broker(b, fresh), b, br.clean)
         return metadata_update(cfg, registered, MetadataUpdate(b)) or registered
-    # The log's load drops the leader-epoch entries that start at its end (LogLoader.load ->
-    # LeaderEpochFileCache.truncateFromEndAsyncFlush(logEndOffset)): an epoch the previous
-    # incarnation led without appending (seed 919 on 4.1.1: broker 1's (2, 5), log end 5).
+    # Loading the log drops epoch entries that start at its end (LogLoader.load -> LeaderEpochFileCache.
+    # truncateFromEndAsyncFlush): an epoch led without appends (seed 919 on 4.1.1: (2, 5) at log end 5).
     cache = tuple(e for e in br.cache if e[1] < br.leo)
     fresh = Broker(
         alive=True, bepoch=0, log=br.log, cache=cache, hw=hw, checkpoint_hw=ckpt, clean=br.clean, flushed=br.leo
