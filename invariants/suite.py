@@ -122,14 +122,9 @@ class InvariantSuite:
         return fn
 
     def _reads(self, formula: z3.BoolRef) -> int:
-        """The components a formula of the state view reads, as state_test's bitmask."""
-        bits = {f"{self.V.state_name}_c": 1, f"{self.V.state_name}_g": 1 << (len(self.cfg.brokers) + 1)}
-        bits.update({f"{self.V.state_name}_b{b}": 1 << b for b in self.cfg.brokers})
-        out = 0
-        for name in _var_names(formula):
-            for component in self._components(self._sources[name]):
-                out |= bits[component]
-        return out
+        """The components a formula of the state view reads, as state_test's bitmask: the state
+        after's bits of _step_reads, where one home lays the components out."""
+        return self._step_reads(formula) >> (len(self.cfg.brokers) + 3)
 
     def _quiet_groups(self, conjuncts: list) -> tuple:
         """The quiet test's groups of conjuncts (groups_of, by _step_reads): for any step, and
