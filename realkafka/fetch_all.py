@@ -30,9 +30,12 @@ if TYPE_CHECKING:
     from kafkamc.spec.config import Config
 
 
-def handle_fetch_all(cfg: Config, state: State, a: fe.Fetch, req: FetchRequest) -> tuple[State, FetchResponse]:
+def handle_fetch_all(cfg: Config, state: State, a: fe.Fetch, req: FetchRequest) -> tuple[State, FetchResponse] | None:
     """fetch.handle_fetch, the answer carrying every record from the fetch offset on."""
-    after, answer = fe.handle_fetch(cfg, state, a, req)
+    handled = fe.handle_fetch(cfg, state, a, req)
+    if handled is None:
+        return None  # refused
+    after, answer = handled
     if answer.diverging is None:
         answer = answer._replace(records=state.broker(a.leader).log[req.fetch_offset :])
     return after, answer

@@ -95,25 +95,23 @@ def epoch_fenced(cfg: Config, leader: Broker, follower_epoch: int) -> bool:
 
 
 def send_fetch(cfg: Config, state: State, a: Fetch) -> FetchRequest | None:
-    """The follower's request, when the leader it knows leads in the follower's epoch;
-    otherwise NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, and nothing changes."""
+    """The follower's request to the leader its own metadata names (AbstractFetcherThread's
+    fetch for the partition), from its LEO, with its last fetched epoch, its current leader
+    epoch and its broker epoch; None when it sends none."""
     f, ld = a.follower, a.leader
-    fol, lead = state.broker(f), state.broker(ld)
-    if not (
-        may_fetch(fol, f)
-        and fol.leader == ld
-        and lead.alive
-        and lead.leader == ld
-        and not epoch_fenced(cfg, lead, fol.epoch)
-    ):
+    fol = state.broker(f)
+    if not (may_fetch(fol, f) and fol.leader == ld):
         return None
     return FetchRequest(fol.leo, fol.last_epoch(), fol.epoch, fol.bepoch)
 
 
-def handle_fetch(cfg: Config, state: State, a: Fetch, req: FetchRequest) -> tuple[State, FetchResponse]:
+def handle_fetch(cfg: Config, state: State, a: Fetch, req: FetchRequest) -> tuple[State, FetchResponse] | None:
     """The leader's side (Partition.fetchRecords): check divergence, read the answer, then learn
     the follower's LEO from the fetch offset (updateFollowerFetchState), add it to the ISR in
-    the ZooKeeper eras, and maybe advance the HW.
+    the ZooKeeper eras, and maybe advance the HW. None when the leader refuses the request,
+    and nothing changes on either side: it is down, no longer leads, or leads in another
+    epoch than the request's (Partition.localLogWithEpochOrThrow: NOT_LEADER_OR_FOLLOWER,
+    FENCED_LEADER_EPOCH with KIP-320).
 
     The answer carries the HW read with the records, before the update: ReplicaManager's
     readFromLog reads the log and the HW first and updateFollowerFetchState runs after it.
@@ -122,6 +120,8 @@ def handle_fetch(cfg: Config, state: State, a: Fetch, req: FetchRequest) -> tupl
     completes; the model's next fetch delivers that same HW, so no behaviour is lost.)"""
     ld, f = a.leader, a.follower
     lead = state.broker(ld)
+    if not (lead.alive and lead.leader == ld and not epoch_fenced(cfg, lead, req.epoch)):
+        return None
     fetch_offset = req.fetch_offset
     if cfg.rule("truncation") == "diverging_epoch":
         last_epoch = req.last_epoch

@@ -16,12 +16,15 @@ from kafkamc.spec.state import State
 @dataclass(frozen=True)
 class RoundTrip:
     send: Callable[..., Any]  # (cfg, state, action) -> the request, or None when not sent
-    handle: Callable[..., Any]  # (cfg, state, action, request) -> (state, response)
+    handle: Callable[..., Any]  # (cfg, state, action, request) -> (state, response), or None when refused
     receive: Callable[..., Any]  # (cfg, state, action, response) -> state
 
     def __call__(self, cfg, state: State, action) -> State | None:
         request = self.send(cfg, state, action)
         if request is None:
             return None
-        state, response = self.handle(cfg, state, action, request)
+        handled = self.handle(cfg, state, action, request)
+        if handled is None:
+            return None  # refused: nothing changes on either side
+        state, response = handled
         return self.receive(cfg, state, action, response)

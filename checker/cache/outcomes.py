@@ -130,6 +130,23 @@ def _brokers(nxt: State) -> tuple:
     return nxt[1] if nxt.__class__ is State else nxt._bs  # type: ignore[attr-defined]
 
 
+def halves(sc: StepCache) -> tuple:
+    """A RoundTrip's (handle, receive) StepCaches, made on first use."""
+    if sc.halves is None:
+        sc.halves = (StepCache(budget=sc.budget), StepCache(budget=sc.budget))
+    return sc.halves
+
+
+def joined(first: tuple, then: tuple) -> tuple:
+    """Two outcomes one after the other, as one: XOR deltas compose, and where both change one
+    component the later change is the one applied."""
+    if not then[0]:
+        return first
+    if not first[0]:
+        return then
+    return (first[0] + then[0], first[1] ^ then[1], first[2] | then[2])
+
+
 def _getter(reads):
     positions = sorted(reads)
     if len(positions) == 1:
@@ -171,13 +188,9 @@ class Outcomes:
         """(outcomes, reads) of one action (sc: its StepCache) from a state made of interned comps;
         maps=False: a map counts every broker read (the outcomes are never a Mapped)."""
         step = self.steps[type(action)]
-        sc.runs += 1
-        if self.symmetric and (sc.runs <= FIRST or sc.runs % EVERY == 0):
-            check_step(self.fast.model, state, action, self.fast.model.unobserved_step(state, action))
+        self.ran(sc, state, action)
         if step.__class__ is RoundTrip:
-            if sc.halves is None:
-                sc.halves = (StepCache(budget=sc.budget), StepCache(budget=sc.budget))
-            return self._round_trip(step, sc.halves, state, comps, parts, action)
+            return self._round_trip(step, halves(sc), state, comps, parts, action)
         reads = Reads() if maps else set()
         out = step(self.cfg, RecordingState.of(state, reads), action)
         if out is None:
@@ -187,6 +200,17 @@ class Outcomes:
             return self._mapped(comps, outs, reads), reads  # type: ignore[arg-type]
         with_delta, changes = self.fast.with_delta, self.changes
         return tuple(with_delta(comps, changes(comps, nxt, reads)) for nxt in outs), reads
+
+    def ran(self, sc: StepCache, state: State, action) -> None:
+        """Count a run of an action, and spot-check it."""
+        sc.runs += 1
+        self.spot_check(sc.runs, state, action)
+
+    def spot_check(self, runs: int, state: State, action) -> None:
+        """The runs-th run of an action: under the symmetry reduction, the first runs and every
+        EVERY-th are checked to be equivariant (checker/cache/verify.py)."""
+        if self.symmetric and (runs <= FIRST or runs % EVERY == 0):
+            check_step(self.fast.model, state, action, self.fast.model.unobserved_step(state, action))
 
     def _mapped(self, comps: list, outs, reads: Reads):
         """The outcomes of a run that mapped the brokers: each broker it neither read nor
@@ -254,16 +278,31 @@ class Outcomes:
         """A step's halves, each through its own cache. The parts a cached half's entry was
         keyed on (both levels; the parts a half replaced are among them) are what the whole
         step read, with the request's. Each half's entry keeps its outcome (changes, XOR,
-        mask) against the state it ran on, which its key fixes; the step's outcome is their
-        concatenation: XOR deltas compose, and where both halves change one component the
-        later change is the one applied."""
-        cfg, fast = self.cfg, self.fast
-        reads: set = set()
-        request = rt.send(cfg, RecordingState.of(state, reads), action)
+        mask) against the state it ran on, which its key fixes."""
+        request, reads = self.send(rt, state, action)
         if request is None:
             return (), reads
-        # The other side handles the request: (its outcome, the response, the key parts it patches).
         handle, receive = halves
+        (first, response, patch), keyed = self.handle(rt, handle, state, comps, parts, action, request)
+        reads |= keyed
+        if first is None:
+            return (), reads
+        mid_parts = parts.copy()
+        for p, v in patch:
+            mid_parts[p] = v
+        then, keyed = self.receive(rt, receive, comps, first[0], mid_parts, action, response)
+        reads |= keyed
+        return (joined(first, then),), reads
+
+    def send(self, rt: RoundTrip, state: State, action) -> tuple:
+        """(the request a RoundTrip's sender makes in this state, or None; the parts it read)."""
+        reads: set = set()
+        return rt.send(self.cfg, RecordingState.of(state, reads), action), reads
+
+    def handle(self, rt: RoundTrip, handle: StepCache, state: State, comps: list, parts: list, action, request):
+        """((the other side's outcome against comps, its response, the key parts the outcome
+        patches), the parts its entry is keyed on: both levels, the parts it replaced among them).
+        A refused request: (None, None, ())."""
         handle.lookups += 1
         entry: Any = handle.store.get((handle.key(parts), request))  # the entry, on either level
         below: AbstractSet[int] = NOTHING
@@ -273,36 +312,33 @@ class Outcomes:
             handle.runs += 1
             ran: set[int] = set()
             below = ran
-            mid, response = rt.handle(cfg, RecordingState.of(state, ran), action, request)
-            changed = self.changes(comps, mid, ran)
-            entry = (fast.with_delta(comps, changed), response, self._patch(changed))
+            handled = rt.handle(self.cfg, RecordingState.of(state, ran), action, request)
+            if handled is None:
+                entry = (None, None, ())
+            else:
+                changed = self.changes(comps, handled[0], ran)
+                entry = (self.fast.with_delta(comps, changed), handled[1], self._patch(changed))
             handle.put(parts, entry, ran, request)
-        reads |= handle.reads | below
-        first, response, patch = entry
-        mid_parts = parts.copy()
-        for p, v in patch:
-            mid_parts[p] = v
-        # The sender handles the response.
+        return entry, (handle.reads or NOTHING) | below
+
+    def receive(self, rt: RoundTrip, receive: StepCache, comps: list, first: tuple, mid_parts: list, action, response):
+        """(the sender's outcome on the response, against comps with the handler's changes
+        `first` applied, whose key parts are mid_parts; the parts its entry is keyed on)."""
         receive.lookups += 1
         then: Any = receive.store.get((receive.key(mid_parts), response))
-        below = NOTHING
+        below: AbstractSet[int] = NOTHING
         if then.__class__ is StepCache:
             then, below = then.store.get(then.key(mid_parts)), then.reads
         if then is None:
             receive.runs += 1
             mid_comps = comps.copy()
-            for i, x, _ in first[0]:
+            for i, x, _ in first:
                 mid_comps[i] = x
-            out, ran = recorded(rt.receive, cfg, fast.join(mid_comps), action, response)
-            then = fast.with_delta(mid_comps, self.changes(mid_comps, out, ran))
+            out, ran = recorded(rt.receive, self.cfg, self.fast.join(mid_comps), action, response)
+            then = self.fast.with_delta(mid_comps, self.changes(mid_comps, out, ran))
             receive.put(mid_parts, then, ran, response)
             below = ran
-        reads |= receive.reads | below
-        if not then[0]:
-            return (first,), reads
-        if not first[0]:
-            return (then,), reads
-        return ((first[0] + then[0], first[1] ^ then[1], first[2] | then[2]),), reads
+        return then, (receive.reads or NOTHING) | below
 
     def _patch(self, changed: tuple) -> tuple:
         """The key parts (checker/cache/footprint.py) that changed components give new values."""

@@ -19,12 +19,13 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from kafkamc.checker.cache.outcomes import Mapped, StepCache
+from kafkamc.checker.cache.outcomes import Mapped, StepCache, halves
 from kafkamc.checker.core import native
 from kafkamc.checker.engines.level import note_step
 from kafkamc.checker.engines.search import Limits, Result, Ticker, take_hits, traces_of, verdict_of
 from kafkamc.checker.store.keys import index_bytes
 from kafkamc.checker.store.memory import peak_rss
+from kafkamc.spec.rpc import RoundTrip
 from kafkamc.spec.state import State
 
 new_tuple = tuple.__new__
@@ -82,6 +83,8 @@ class Misses:
         self.cache_ids: dict = {}
         self.maps: list = []
         self.map_ids: dict = {}
+        self.messages: list = []  # a RoundTrip's requests and responses, by the id the core keys on
+        self.message_ids: dict = {}
         self.parent: State | None = None  # the state being expanded, built when first needed
         self.parent_comps: tuple = ()
         self.pending: list = []  # (serial, leader, alive, stalled) of components interned since the core last read it
@@ -105,8 +108,12 @@ class Misses:
             table.append(value)
         return got
 
+    def _row(self, outcome) -> tuple:
+        changes, delta, mask = outcome
+        return [(i, s) for i, _, s in changes], delta, mask
+
     def _rows(self, outcomes) -> list:
-        return [([(i, s) for i, _, s in changes], delta, mask) for changes, delta, mask in outcomes]
+        return [self._row(o) for o in outcomes]
 
     def candidates(self, b: int, serials) -> list:
         comps = self.comps(serials)
@@ -118,8 +125,40 @@ class Misses:
         for action, kind, fixed, sc in found:
             a = self._id(self.actions, self.action_ids, id(sc), (action, sc))  # one StepCache per action, never dropped
             c = self._id(self.caches, self.cache_ids, id(sc), sc)
-            rows.append((a, self.kinds[kind], c, None if fixed is None else self._rows(fixed)))
+            trip = fast.model.steps[kind].__class__ is RoundTrip
+            rows.append((a, self.kinds[kind], c, None if fixed is None else self._rows(fixed), trip))
         return rows
+
+    # A RoundTrip's halves (native/src/search/trip.rs), each through the Python cache of it
+    # (checker/cache/outcomes.py): (the parts its entry is keyed on, what the core keeps).
+
+    def send(self, action_id: int, serials) -> tuple:
+        action, sc = self.actions[action_id]
+        request, reads = self.fast.outcomes.send(self.fast.model.steps[type(action)], self.state(serials), action)
+        return sorted(reads), -1 if request is None else self._message(request)
+
+    def handle(self, action_id: int, serials, request: int) -> tuple:
+        action, sc = self.actions[action_id]
+        outcomes, state, handle = self.fast.outcomes, self.state(serials), halves(sc)[0]
+        outcomes.spot_check(handle.runs + 1, state, action)  # the whole step, as a run of it would be
+        comps = self.comps(serials)
+        step = self.fast.model.steps[type(action)]
+        args = (step, handle, state, comps, self.parts(comps, serials), action, self.messages[request])
+        (first, response, _), reads = outcomes.handle(*args)
+        if first is None:
+            return sorted(reads), None, -1  # refused
+        return sorted(reads), self._row(first), self._message(response)
+
+    def receive(self, action_id: int, serials, response: int) -> tuple:
+        action, sc = self.actions[action_id]
+        comps = self.comps(serials)
+        step = self.fast.model.steps[type(action)]
+        args = (step, halves(sc)[1], comps, (), self.parts(comps, serials), action, self.messages[response])
+        then, reads = self.fast.outcomes.receive(*args)
+        return sorted(reads), self._row(then)
+
+    def _message(self, message) -> int:
+        return self._id(self.messages, self.message_ids, message, message)
 
     def outcome(self, action_id: int, serials) -> tuple:
         """(the step cache's key positions, the extra positions of a sub-cache or None, the

@@ -12,6 +12,7 @@ use pyo3::types::PyList;
 use std::collections::VecDeque;
 
 mod misses;
+mod trip;
 
 /// One candidate of a broker: its action (Python's table), action type, step cache and the
 /// outcomes its candidates' key fixes, if any.
@@ -21,6 +22,8 @@ struct Cand {
     kind: u32,
     cache: u32,
     fixed: Option<Outs>,
+    /// Its step is a RoundTrip (spec/rpc.py): on a miss, its halves are looked up apart.
+    trip: bool,
 }
 
 /// An observation: the ghost it gives, its XOR to the fingerprint, and the quiet test's
@@ -57,6 +60,8 @@ pub struct Core {
     attrs: Attributes,
     arena: Arena,
     steps: Vec<StepCache>,
+    /// Per step cache, a RoundTrip's halves (empty for any other step).
+    trips: Vec<trip::Trip>,
     cands: Vec<Cand>,
     cand_caches: Vec<Map<[u32; 3], (u32, u32)>>,
     observe: Map<Key, Obs>,
@@ -108,6 +113,9 @@ impl Core {
     fn forget(&mut self) {
         for c in &mut self.steps {
             *c = StepCache::default();
+        }
+        for t in &mut self.trips {
+            *t = trip::Trip::default();
         }
         for c in &mut self.cand_caches {
             c.clear();
@@ -181,6 +189,7 @@ impl Core {
             attrs: Attributes::default(),
             arena: Arena::default(),
             steps: Vec::new(),
+            trips: Vec::new(),
             cands: Vec::new(),
             cand_caches: (0..=n).map(|_| Map::default()).collect(),
             observe: Map::default(),

@@ -42,14 +42,26 @@ impl Fx {
     }
 }
 
-/// The key of `parts` at `positions`.
+/// The key of `parts` at `positions`; None past KW positions (such a key is never held).
 #[inline]
-pub fn key_of(parts: &[u32], positions: &[u8]) -> Key {
+pub fn key_of(parts: &[u32], positions: &[u8]) -> Option<Key> {
+    if positions.len() > KW {
+        return None;
+    }
     let mut k = [u32::MAX; KW];
     for (slot, &p) in k.iter_mut().zip(positions) {
         *slot = parts[p as usize];
     }
-    k
+    Some(k)
+}
+
+/// Positions as a bitmask, and back (positions are below 32: 2n + 4 parts).
+pub fn mask_of(positions: &[u8]) -> u32 {
+    positions.iter().fold(0, |m, &p| m | 1 << p)
+}
+
+pub fn positions_of(mask: u32) -> Vec<u8> {
+    (0..32u8).filter(|&i| mask & (1 << i) != 0).collect()
 }
 
 /// One successor's outcome: the components it replaces (`len` (position, serial) pairs from
@@ -70,87 +82,139 @@ pub type Row = (Vec<(u8, u32)>, u64, u32);
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Outs(pub u32, pub u32);
 
-/// What a step cache holds under a key: outcomes; outcomes whose runs mapped brokers, with
-/// (map id, positions it maps as a bitmask) per outcome at `maps` in the maps arena; or, for
-/// runs that read more than the cache's key, a sub-cache keyed on the extra positions.
-#[derive(Clone, Debug)]
+/// What a step cache holds: outcomes, or outcomes whose runs mapped brokers, with (map id,
+/// positions it maps as a bitmask) per outcome at `maps` in the maps arena.
+#[derive(Clone, Copy, Debug)]
 pub enum Entry {
     Leaf(Outs),
     Mapped(Outs, u32),
-    Sub(Box<SubCache>),
 }
 
-#[derive(Clone, Debug, Default)]
-pub struct SubCache {
+/// Under a key: a value, or, for runs that read more than the cache's key, a sub-cache keyed
+/// on the extra positions.
+#[derive(Clone, Debug)]
+pub enum Slot<V> {
+    Leaf(V),
+    Sub(Box<Level<V>>),
+}
+
+#[derive(Clone, Debug)]
+pub struct Level<V> {
     pub positions: Vec<u8>,
-    pub map: Map<Key, Entry>,
+    pub mask: u32,
+    pub map: Map<Key, V>,
 }
 
-/// One action's outcomes keyed on the positions its runs read (as the Python StepCache).
-#[derive(Clone, Debug, Default)]
-pub struct StepCache {
+impl<V> Default for Level<V> {
+    fn default() -> Self {
+        Level {
+            positions: Vec::new(),
+            mask: 0,
+            map: Map::default(),
+        }
+    }
+}
+
+/// Values keyed on the positions their runs read (as the Python StepCache): one action's
+/// outcomes, or one half of a RoundTrip's (its request or response at a position past the parts).
+#[derive(Clone, Debug)]
+pub struct Keyed<V> {
     pub positions: Option<Vec<u8>>,
-    pub map: Map<Key, Entry>,
+    pub mask: u32,
+    pub map: Map<Key, Slot<V>>,
 }
 
-impl StepCache {
-    /// The entry for these parts, looking one level down into a sub-cache.
-    pub fn get(&self, parts: &[u32]) -> Option<&Entry> {
+impl<V> Default for Keyed<V> {
+    fn default() -> Self {
+        Keyed {
+            positions: None,
+            mask: 0,
+            map: Map::default(),
+        }
+    }
+}
+
+pub type StepCache = Keyed<Entry>;
+
+impl<V> Keyed<V> {
+    /// The value for these parts, looking one level down into a sub-cache.
+    pub fn get(&self, parts: &[u32]) -> Option<&V> {
+        self.find(parts).map(|(v, _)| v)
+    }
+
+    /// The value for these parts, and the positions it was keyed on (both levels) as a mask.
+    pub fn find(&self, parts: &[u32]) -> Option<(&V, u32)> {
         let positions = self.positions.as_ref()?;
-        match self.map.get(&key_of(parts, positions))? {
-            Entry::Sub(sub) => sub.map.get(&key_of(parts, &sub.positions)),
-            e => Some(e),
+        match self.map.get(&key_of(parts, positions)?)? {
+            Slot::Sub(sub) => Some((
+                sub.map.get(&key_of(parts, &sub.positions)?)?,
+                self.mask | sub.mask,
+            )),
+            Slot::Leaf(v) => Some((v, self.mask)),
         }
     }
 
-    /// Store an entry whose run was keyed by Python on `top` (the cache's key positions) and,
+    /// Store a value whose run was keyed by Python on `top` (the cache's key positions) and,
     /// if it read more, `extra`. A new `top` starts the cache afresh (Python's rekey); a sub-
     /// cache whose positions grow starts afresh too. Any key holding every part a run read is
     /// sound: states agreeing on those parts run the same way.
-    pub fn put(&mut self, parts: &[u32], top: Vec<u8>, extra: Option<Vec<u8>>, entry: Entry) {
+    pub fn put(&mut self, parts: &[u32], top: Vec<u8>, extra: Option<Vec<u8>>, value: V) {
         if self.positions.as_ref() != Some(&top) {
             self.map.clear();
+            self.mask = mask_of(&top);
             self.positions = Some(top);
         }
-        let key = key_of(parts, self.positions.as_ref().unwrap());
+        let Some(key) = key_of(parts, self.positions.as_ref().unwrap()) else {
+            return;
+        };
         match extra {
             None => {
-                self.map.insert(key, entry);
+                self.map.insert(key, Slot::Leaf(value));
             }
             Some(extra) => {
                 let slot = self
                     .map
                     .entry(key)
-                    .or_insert_with(|| Entry::Sub(Box::default()));
-                if !matches!(slot, Entry::Sub(_)) {
-                    *slot = Entry::Sub(Box::default());
+                    .or_insert_with(|| Slot::Sub(Box::default()));
+                if !matches!(slot, Slot::Sub(_)) {
+                    *slot = Slot::Sub(Box::default());
                 }
-                if let Entry::Sub(sub) = slot {
+                if let Slot::Sub(sub) = slot {
                     let mut positions: Vec<u8> =
                         sub.positions.iter().chain(extra.iter()).copied().collect();
                     positions.sort_unstable();
                     positions.dedup();
                     if positions != sub.positions {
                         sub.map.clear();
+                        sub.mask = mask_of(&positions);
                         sub.positions = positions;
                     }
-                    let k = key_of(parts, &sub.positions);
-                    sub.map.insert(k, entry);
+                    if let Some(k) = key_of(parts, &sub.positions) {
+                        sub.map.insert(k, value);
+                    }
                 }
             }
         }
     }
 
+    /// Store a value whose run read the positions in `reads` (a mask), by the Python
+    /// StepCache's own rule (checker/cache/outcomes.py StepCache.put): the key is what every
+    /// run read; a run that read more goes one level down, keyed on its extra positions.
+    pub fn record(&mut self, parts: &[u32], reads: u32, value: V) {
+        let top = match self.positions {
+            Some(_) if self.mask & reads == self.mask => self.mask,
+            Some(_) => self.mask & reads,
+            None => reads,
+        };
+        let extra = reads & !top;
+        let extra = (extra != 0).then(|| positions_of(extra));
+        self.put(parts, positions_of(top), extra, value);
+    }
+
     pub fn entries(&self) -> usize {
         self.map
             .values()
-            .map(|e| {
-                if let Entry::Sub(s) = e {
-                    s.map.len()
-                } else {
-                    1
-                }
-            })
+            .map(|e| if let Slot::Sub(s) = e { s.map.len() } else { 1 })
             .sum()
     }
 }
@@ -297,8 +361,29 @@ mod tests {
     }
 
     #[test]
+    fn a_recorded_run_keys_on_what_every_run_read_and_goes_down_for_the_rest() {
+        let mut c: Keyed<u32> = Keyed::default();
+        c.record(&[1, 2, 3, 4], 0b0011, 7);
+        assert_eq!(c.find(&[1, 2, 9, 9]), Some((&7, 0b0011)));
+        // A run that read position 2 too: the key stays {0, 1}, the run goes one level down.
+        c.record(&[1, 5, 3, 4], 0b0111, 8);
+        assert_eq!(c.find(&[1, 5, 3, 0]), Some((&8, 0b0111)));
+        assert_eq!(c.find(&[1, 5, 4, 0]), None);
+        assert_eq!(c.find(&[1, 2, 9, 9]), Some((&7, 0b0011)));
+        // A run that read less (position 0 only): the key shrinks, and the cache starts afresh.
+        c.record(&[6, 0, 0, 0], 0b0001, 9);
+        assert_eq!(c.positions, Some(vec![0]));
+        assert_eq!(c.entries(), 1);
+        assert_eq!(c.find(&[6, 1, 1, 1]), Some((&9, 0b0001)));
+    }
+
+    #[test]
     fn keys_hold_only_the_named_positions() {
-        assert_eq!(key_of(&[10, 11, 12], &[2, 0])[..3], [12, 10, u32::MAX]);
+        assert_eq!(
+            key_of(&[10, 11, 12], &[2, 0]).unwrap()[..3],
+            [12, 10, u32::MAX]
+        );
+        assert!(key_of(&[0; 16], &[0; KW + 1]).is_none());
     }
 
     #[test]

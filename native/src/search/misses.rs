@@ -1,6 +1,7 @@
 //! The core's misses: what it looks up in its caches and, on a miss, asks Python for (the
 //! observations, a broker's candidates, an action's outcomes, a map's result).
 
+use super::trip::Trip;
 use super::{Cand, Core, Obs};
 use crate::tables::{Entry, KW, Key, Outs, Row, StepCache};
 use pyo3::prelude::*;
@@ -99,18 +100,21 @@ impl Core {
         }
         self.misses.0 += 1;
         let got = self.call(py, "candidates", (b, PyTuple::new(py, comps)?))?;
-        let rows: Vec<(u32, u32, u32, Option<Vec<Row>>)> = got.extract(py)?;
+        #[allow(clippy::type_complexity)]
+        let rows: Vec<(u32, u32, u32, Option<Vec<Row>>, bool)> = got.extract(py)?;
         let start = self.cands.len() as u32;
-        for (action, kind, cache, fixed) in rows {
+        for (action, kind, cache, fixed, trip) in rows {
             let fixed = fixed.map(|f| self.arena.add(f));
             self.cands.push(Cand {
                 action,
                 kind,
                 cache,
                 fixed,
+                trip,
             });
             while self.steps.len() <= cache as usize {
                 self.steps.push(StepCache::default());
+                self.trips.push(Trip::default());
             }
         }
         let got = (start, self.cands.len() as u32 - start);
@@ -131,9 +135,13 @@ impl Core {
             return Ok(f);
         }
         self.lookups.1 += 1;
-        let entry = self.steps[cand.cache as usize].get(parts).cloned();
+        let entry = self.steps[cand.cache as usize].get(parts).copied();
         let entry = match entry {
             Some(e) => e,
+            None if cand.trip => {
+                self.misses.1 += 1;
+                return self.round_trip(py, cand, comps, parts);
+            }
             None => {
                 self.misses.1 += 1;
                 let got = self.call(py, "outcome", (cand.action, PyTuple::new(py, comps)?))?;
@@ -149,14 +157,13 @@ impl Core {
                     None => Entry::Leaf(o),
                     Some(m) => Entry::Mapped(o, self.arena.add_maps(m)),
                 };
-                self.steps[cand.cache as usize].put(parts, top, extra, e.clone());
+                self.steps[cand.cache as usize].put(parts, top, extra, e);
                 e
             }
         };
         match entry {
             Entry::Leaf(o) => Ok(o),
             Entry::Mapped(o, m) => self.apply(py, o, m, comps),
-            Entry::Sub(_) => unreachable!("StepCache::get looks into sub-caches"),
         }
     }
 
