@@ -87,19 +87,30 @@ class Misses:
         self.message_ids: dict = {}
         self.parent: State | None = None  # the state being expanded, built when first needed
         self.parent_comps: tuple = ()
+        self.views: dict = {}  # serials -> view()
         self.pending: list = []  # (serial, leader, alive, stalled) of components interned since the core last read it
 
     def comps(self, serials) -> list:
         by = self.by_serial
         return [by[s] for s in serials]
 
-    def state(self, serials) -> State:
-        c = self.comps(serials)
-        n = self.n
-        return new_tuple(State, (c[0], tuple(c[1 : n + 1]), c[n + 1], c[n + 2]))
+    def view(self, serials) -> tuple:
+        """(components, key parts, State) of the state these serials make, kept for the few
+        states asked about last: the core asks for one state's candidates and outcomes in a row.
+        Read only: a caller that changes one copies it."""
+        key = tuple(serials)
+        got = self.views.get(key)
+        if got is None:
+            if len(self.views) >= 8:
+                self.views.clear()
+            c = self.comps(serials)
+            n = self.n
+            state = new_tuple(State, (c[0], tuple(c[1 : n + 1]), c[n + 1], c[n + 2]))
+            got = self.views[key] = (c, [*serials, *(x.stalled for x in c[1 : n + 1]), 0], state)
+        return got
 
-    def parts(self, comps: list, serials) -> list:
-        return [*serials, *(x.stalled for x in comps[1 : self.n + 1]), 0]
+    def state(self, serials) -> State:
+        return self.view(serials)[2]
 
     def _id(self, table: list, ids: dict, key, value) -> int:
         got = ids.get(key)
@@ -116,11 +127,10 @@ class Misses:
         return [self._row(o) for o in outcomes]
 
     def candidates(self, b: int, serials) -> list:
-        comps = self.comps(serials)
-        parts = self.parts(comps, serials)
+        comps, parts, state = self.view(serials)
         fast = self.fast
         key = fast.cand_key[b](parts)
-        found = fast.cand_caches[b].get(key) or fast._candidates_miss(self.state(serials), comps, parts, b, key)
+        found = fast.cand_caches[b].get(key) or fast._candidates_miss(state, comps, parts, b, key)
         rows = []
         for action, kind, fixed, sc in found:
             a = self._id(self.actions, self.action_ids, id(sc), (action, sc))  # one StepCache per action, never dropped
@@ -139,11 +149,11 @@ class Misses:
 
     def handle(self, action_id: int, serials, request: int) -> tuple:
         action, sc = self.actions[action_id]
-        outcomes, state, handle = self.fast.outcomes, self.state(serials), halves(sc)[0]
+        outcomes, handle = self.fast.outcomes, halves(sc)[0]
+        comps, parts, state = self.view(serials)
         outcomes.spot_check(handle.runs + 1, state, action)  # the whole step, as a run of it would be
-        comps = self.comps(serials)
         step = self.fast.model.steps[type(action)]
-        args = (step, handle, state, comps, self.parts(comps, serials), action, self.messages[request])
+        args = (step, handle, state, comps, parts, action, self.messages[request])
         (first, response, _), reads = outcomes.handle(*args)
         if first is None:
             return sorted(reads), None, -1  # refused
@@ -151,9 +161,9 @@ class Misses:
 
     def receive(self, action_id: int, serials, response: int) -> tuple:
         action, sc = self.actions[action_id]
-        comps = self.comps(serials)
+        comps, parts, _ = self.view(serials)
         step = self.fast.model.steps[type(action)]
-        args = (step, halves(sc)[1], comps, (), self.parts(comps, serials), action, self.messages[response])
+        args = (step, halves(sc)[1], comps, (), parts, action, self.messages[response])
         then, reads = self.fast.outcomes.receive(*args)
         return sorted(reads), self._row(then)
 
@@ -164,15 +174,14 @@ class Misses:
         """(the step cache's key positions, the extra positions of a sub-cache or None, the
         outcomes' rows, per outcome (map id, positions bitmask) of a Mapped or None)."""
         action, sc = self.actions[action_id]
-        comps = self.comps(serials)
-        parts = self.parts(comps, serials)
+        comps, parts, state = self.view(serials)
         sc.lookups += 1
         entry = sc.store.get(sc.key(parts)) if sc.reads is not None else None
         extra = None
         if entry.__class__ is StepCache:
             extra, entry = sorted(entry.reads or ()), entry.store.get(entry.key(parts))
         if entry is None:
-            entry, reads = self.fast.outcomes.run(sc, self.state(serials), comps, parts, action)
+            entry, reads = self.fast.outcomes.run(sc, state, comps, parts, action)
             sc.put(parts, entry, reads)
             extra = sorted(set(reads) - sc.reads) or None
         if entry.__class__ is Mapped:
@@ -262,9 +271,9 @@ class Attached:
     def close(self) -> None:
         self.components.listeners.remove(self.listener)
         core, counts = self.core, self.misses.fast.core_counts
-        looked, missed = core.lookups, core.misses
+        looked, missed = (*core.lookups, *core.halves), (*core.misses, *core.halves_missed)
         asked, quiet = core.verdict_stats(), core.quiet_stats()
-        names = ("candidates", "steps", "observe", "verdicts", "quiet")
+        names = ("candidates", "steps", "observe", "send", "handle", "receive", "verdicts", "quiet")
         for name, n, m in zip(names, (*looked, asked[0], quiet[0]), (*missed, asked[1], quiet[1])):
             had = counts.get(name, (0, 0))
             counts[name] = (had[0] + n, had[1] + m)

@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 use std::collections::VecDeque;
 
+mod advance;
 mod misses;
 mod trip;
 
@@ -86,6 +87,11 @@ pub struct Core {
     lookups: (u64, u64, u64),
     #[pyo3(get)]
     misses: (u64, u64, u64),
+    /// Lookups and misses of a RoundTrip's halves: the send, the handle, the receive.
+    #[pyo3(get)]
+    halves: (u64, u64, u64),
+    #[pyo3(get)]
+    halves_missed: (u64, u64, u64),
     /// The state invariants' verdicts per group of parts (None: every new state is tested),
     /// and the last new state handed to Python for its test: (changed mask, components).
     verdicts: Option<Verdicts>,
@@ -209,6 +215,8 @@ impl Core {
             max_depth: 0,
             lookups: (0, 0, 0),
             misses: (0, 0, 0),
+            halves: (0, 0, 0),
+            halves_missed: (0, 0, 0),
             verdicts: groups.map(|g| Verdicts::new(&g, limit)),
             tested: None,
             quiet_known: QuietVerdicts::new(&quiet_groups, limit),
@@ -388,112 +396,5 @@ impl Core {
         let steps = self.steps.iter().map(|s| s.entries()).sum();
         let cands = self.cand_caches.iter().map(|c| c.len()).sum();
         (steps, cands, self.observe.len())
-    }
-}
-
-impl Core {
-    #[allow(clippy::type_complexity)]
-    fn advance(
-        &mut self,
-        py: Python<'_>,
-        cur: &mut Cursor,
-    ) -> PyResult<Option<(bool, i64, u64, u32, Vec<u32>, i64)>> {
-        let g = self.g();
-        let w = self.n + 3; // components: the controller, the brokers, the ghost, the budget
-        let kept: u32 = 1 | 1 << g;
-        loop {
-            if cur.oi >= cur.outs.1 {
-                // The next candidate, of this broker or the next.
-                while cur.ci >= cur.cands.1 {
-                    cur.b += 1;
-                    if cur.b > self.n {
-                        return Ok(None);
-                    }
-                    cur.cands = self.candidates(py, cur.b, &cur.comps[..w])?;
-                    cur.ci = 0;
-                }
-                let cand = self.cands[(cur.cands.0 + cur.ci) as usize];
-                cur.ci += 1;
-                cur.outs = self.outcomes(py, &cand, &cur.comps[..w], &cur.parts)?;
-                cur.oi = 0;
-                cur.kind = cand.kind;
-                continue;
-            }
-            let o = self.arena.outs[(cur.outs.0 + cur.oi) as usize];
-            cur.oi += 1;
-            cur.index += 1;
-            let changes = self.arena.changes(&o);
-            let observed = o.mask & cur.touch != 0
-                || changes
-                    .iter()
-                    .any(|&(i, x)| (i as usize) < g && i > 0 && self.attrs.serves(x, i as usize));
-            let mut new = cur.comps;
-            for &(i, x) in changes {
-                new[i as usize] = x;
-            }
-            let hit = if observed {
-                None
-            } else {
-                self.observe.get(&cur.same).copied()
-            };
-            let (okey, seen) = match hit {
-                Some(o) => {
-                    self.lookups.2 += 1;
-                    (cur.same, o)
-                }
-                None => self.observed(py, if observed { &new[..w] } else { &cur.comps[..w] })?, // a widened key is computed anew
-            };
-            let fp = cur.base ^ o.delta ^ seen.delta;
-            self.fired[cur.kind as usize] += 1;
-            let keeps = self.leader_only && o.mask & kept == 0;
-            let settled = keeps && seen.quiet_gen == self.quiet_gen;
-            new[g] = seen.ghost;
-            let changed = if seen.ghost != cur.comps[g] {
-                o.mask | 1 << g
-            } else {
-                o.mask
-            };
-            if settled && seen.quiet {
-                if fp == cur.base || !self.visited.add(fp) {
-                    continue;
-                }
-            } else {
-                let q = self.quiet(py, &cur.comps[..w], &new[..w])?;
-                if keeps && let Some(entry) = self.observe.get_mut(&okey) {
-                    entry.quiet = q;
-                    entry.quiet_gen = self.quiet_gen;
-                }
-                if !q {
-                    return Ok(Some((false, cur.index, fp, changed, new[..w].to_vec(), -1)));
-                }
-                if !self.visited.add(fp) {
-                    continue;
-                }
-            }
-            let good = self
-                .verdicts
-                .as_mut()
-                .is_some_and(|v| v.good(changed, &new));
-            if !good {
-                self.tested = Some((changed, new));
-            }
-            if !self.keep {
-                let test = if good { 0 } else { changed };
-                return Ok(Some((true, cur.index, fp, test, new[..w].to_vec(), -1)));
-            }
-            let node = self.add_node(cur.node as u32, cur.index);
-            self.push(node, cur.depth + 1, fp, &new[..w]);
-            if good {
-                continue;
-            }
-            return Ok(Some((
-                true,
-                cur.index,
-                fp,
-                changed,
-                new[..w].to_vec(),
-                node as i64,
-            )));
-        }
     }
 }

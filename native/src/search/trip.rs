@@ -33,9 +33,11 @@ impl Core {
     ) -> PyResult<Outs> {
         let c = cand.cache as usize;
         let arg = parts.len(); // the message's position in a half's key
+        self.halves.0 += 1;
         let (request, mut reads) = match self.trips[c].send.find(parts) {
             Some((&r, mask)) => (r, mask),
             None => {
+                self.halves_missed.0 += 1;
                 let got = self.call(py, "send", (cand.action, PyTuple::new(py, comps)?))?;
                 let (read, request): (Vec<u8>, i64) = got.extract(py)?;
                 let request = if request < 0 { NONE } else { request as u32 };
@@ -49,9 +51,11 @@ impl Core {
         } else {
             let mut with = parts.to_vec();
             with.push(request);
+            self.halves.1 += 1;
             let ((first, response), mask) = match self.trips[c].handle.find(&with) {
                 Some((&v, mask)) => (v, mask),
                 None => {
+                    self.halves_missed.1 += 1;
                     let got = self.call(
                         py,
                         "handle",
@@ -76,9 +80,11 @@ impl Core {
             }
             let mut with = self.parts_of(&mid);
             with.push(response);
+            self.halves.2 += 1;
             let (then, mask) = match self.trips[c].receive.find(&with) {
                 Some((&v, mask)) => (v, mask),
                 None => {
+                    self.halves_missed.2 += 1;
                     let got = self.call(
                         py,
                         "receive",
