@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kafkamc.realkafka import attempts, client, validate
+from kafkamc.realkafka import attempts, client, inflight, validate
 from kafkamc.realkafka.cluster import Cluster, Settings, kraft_cluster
 from kafkamc.realkafka.faults import KINDS as FAULT_KINDS
 from kafkamc.realkafka.faults import Faults, counterparts
@@ -355,6 +355,8 @@ def load(folder: Path) -> tuple[Setup, list[dict[str, Any]], dict[str, Any]]:
         events += controller_events(dump.read_text(), tuple(range(1, setup.brokers + 1)))
     if (folder / "cluster" / "logs" / attempts.LOG).exists():  # read again, as metadata.txt is
         data["attempts"] = attempts.read(folder / "cluster", TOPIC)
+    if (folder / "cluster" / "logs").exists() and events:  # the leaders' shrinks (inflight.py)
+        data["shrinks"] = inflight.read(folder / "cluster", TOPIC, min(e["t"] for e in events))
     return setup, sorted_events(events), data
 
 
@@ -414,7 +416,12 @@ def check(folder: Path, out: Outcome, say: Callable[[str], None], actions: tuple
     setup, events, data = load(folder)
     out.events, out.cuts = len(events), sum(e["kind"] == "cut" for e in events)
     out.validation = validate.validate(
-        setup.config(), tuple(range(1, setup.rf + 1)), events, actions=actions, sent=data.get("attempts", [])
+        setup.config(),
+        tuple(range(1, setup.rf + 1)),
+        events,
+        actions=actions,
+        sent=data.get("attempts", []),
+        shrinks=data.get("shrinks", []),
     )
     acks = [e for e in events if e["kind"] == "ack"]
     out.broken = promises(setup, acks, [(t, [tuple(x) for x in r]) for t, r in data["reads"]])

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from kafkamc.realkafka import attempts, fetch_all
+from kafkamc.realkafka import attempts, fetch_all, inflight
 from kafkamc.realkafka.lookahead import readers, shape
 from kafkamc.realkafka.observe import ControllerView, controller_view, files_view
 from kafkamc.spec import alter_partition as ap
@@ -145,6 +145,7 @@ class Validator:
         self.logged = False
         self.canon: dict[int, int] = {}  # the checkpoints the next observations read (lookahead.py)
         self.memo: dict[State, tuple[list, list[State]]] = {}  # one observation's successors by state
+        self.inflight: frozenset = frozenset()  # the shrinks the log shows in flight here (inflight.py)
 
     def foresee(self, events: list[dict[str, Any]], sent: list[dict[str, Any]] | None = None) -> None:
         """Learn every send's answer before the run is validated: the producer makes one attempt
@@ -249,13 +250,29 @@ class Validator:
         known = self.memo.get(s)
         if known is None:  # Kafka's own steps from s, the same whatever is pending
             candidates = list(self.model.candidates(s))
-            silent = [normal(n) for a in candidates if isinstance(a, SILENT) for n in self.model.unobserved_step(s, a)]
+            silent = [
+                normal(m)
+                for a in candidates
+                if isinstance(a, SILENT)
+                for n in self.model.unobserved_step(s, a)
+                for m in self.settle(s, a, n)
+            ]
             known = self.memo[s] = (candidates, silent)
         candidates, silent = known
         for nxt in silent:
             yield Item(nxt, item.values, item.pending)
         for token in item.pending:
             yield from self.command_steps(item, token, candidates)
+
+    def settle(self, s: State, a: object, n: State) -> list[State]:
+        """n, or when `a` prepared a shrink the log does not show in flight here, the states its
+        delivery leads to at once (inflight.py)."""
+        if not isinstance(a, ap.AlterPartition) or not ap.may_propose(s.broker(a.leader), a.leader):
+            return [n]
+        br = n.broker(a.leader)
+        if br.request is None or (a.leader, br.pending) in self.inflight:
+            return [n]
+        return self.model.unobserved_step(n, a)
 
     @staticmethod
     def unacked_ok(item: Item) -> bool:
@@ -437,17 +454,20 @@ def validate(
     actions: tuple | None = None,
     limit: int = MAX_FRONTIER,
     sent: list[dict[str, Any]] | None = None,
+    shrinks: list[dict[str, Any]] | None = None,
 ) -> Validation:
     """Validate a run's observations, sorted by time, the first the topic's creation batch;
-    `sent`: the producer's requests (attempts.py), when the run logged them."""
+    `sent`: the producer's requests (attempts.py), when the run logged them; `shrinks`: the
+    leaders' "Shrinking ISR" lines (inflight.py), when the run kept its brokers' logs."""
     start = time.monotonic()
     v = Validator(cfg, replicas, actions, limit)
     v.foresee(events, sent or [])
     out = Validation()
     ahead = readers(events, v.brokers)
+    flights = inflight.windows(events, shrinks or [])
     for index, event in enumerate(events):
         before = v.frontier
-        v.canon, v.memo = ahead[index], {}
+        v.canon, v.memo, v.inflight = ahead[index], {}, flights[index]
         v.frontier = list({i._replace(state=shape(i.state, v.canon)) for i in v.frontier})
         try:
             if index == 0 and event["view"] != v.view:

@@ -27,12 +27,14 @@ removes a behaviour that the invariants are about, unless noted):
   fetch that shows the follower caught up
   (Partition.maybeExpandIsr), naming each member's broker epoch as the leader stored it, and
   reaches the controller at any later step (AlterPartition), across a restart and
-  registration of that follower if so. A shrink is prepared and decided in one step. The
-  response travels separately, and the leader keeps the proposed ISR as pending until then
-  (maximal ISR for the HW). A leader has at most one AlterPartition in flight. A request
-  still on its way when its leader crashes or applies a newer partition epoch is dropped: the
-  controller would refuse the second (INVALID_UPDATE_VERSION); the first could only land
-  before the crash's consequences, which the order "AlterPartition, then the crash" covers.
+  registration of that follower if so; so does a shrink, prepared by the leader's lag check
+  (Partition.maybeShrinkIsr -> prepareIsrShrink: PendingShrinkIsr, its maximal ISR the
+  current one until the answer). The response travels separately, and the leader keeps the
+  proposed ISR as pending until then (maximal ISR for the HW). A leader has at most one
+  AlterPartition in flight. A request still on its way when its leader crashes or applies a
+  newer partition epoch is dropped: the controller would refuse the second
+  (INVALID_UPDATE_VERSION); the first could only land before the crash's consequences, which
+  the order "AlterPartition, then the crash" covers.
 - The controller is a single, always-available process: its metadata log is the
   controller state. A broker applies the latest metadata in one step (MetadataUpdate),
   possibly much later than it was written, so it may act on stale metadata (zombie).

@@ -107,7 +107,8 @@ def may_propose(br: Broker, b: int) -> bool:
 
 
 def may_deliver(br: Broker, b: int) -> bool:
-    """Leader b has an ISR expansion prepared on a fetch whose request is still on its way."""
+    """Leader b has an ISR change prepared whose request is still on its way: an expansion
+    prepared on a fetch, or (under incarnations=kraft_steps) a shrink (prepare_isr_shrink)."""
     return br.alive and br.leader == b and br.request is not None and br.alter is None
 
 
@@ -118,7 +119,8 @@ def may_add(cfg: Config, c: Controller, br: Broker, f: int) -> bool:
 
 
 def alter_partition_candidates(cfg: Config, c: Controller, br: Broker, u: Budget, b: int) -> list[AlterPartition]:
-    """An expansion prepared on a fetch reaches the controller; or a shrink. Shrinks the
+    """A prepared change (an expansion prepared on a fetch, a shrink under kraft_steps) reaches
+    the controller; or a shrink is proposed. Shrinks the
     leader's own view already rules out are left out (a follower it sees caught up is never
     dropped). A shrink drops any non-empty set of the followers it sees behind
     (`several` adds the sets of two or more). The step checks the rest of the guard (may_drop,
@@ -175,9 +177,10 @@ def alter_partition_response_candidates(cfg: Config, c: Controller, br: Broker, 
 
 
 def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | None:
-    """The controller decides an ISR change from leader `a.leader`: an expansion the leader
-    prepared on a fetch (prepare_isr_expand) reaches it, or the leader drops a non-empty set of
-    followers it considers out of sync (Partition.maybeShrinkIsr, prepared and sent here).
+    """The controller decides an ISR change from leader `a.leader`: a change the leader prepared
+    (prepare_isr_expand, prepare_isr_shrink) reaches it, or the leader drops a non-empty set of
+    followers it considers out of sync (Partition.maybeShrinkIsr: prepared and sent here, or
+    under incarnations=kraft_steps prepared here and delivered at a later step).
 
     An expansion is prepared on the fetch that showed the follower caught up, with the broker
     epochs of that moment, and may reach the controller at any later step: after that follower
@@ -219,7 +222,23 @@ def alter_partition(cfg: Config, state: State, a: AlterPartition) -> State | Non
                 budget = budget.spend(ISR_SHRINKS.name)
     elif cfg.rule("incarnations") == "kraft_steps" or not may_add(cfg, state.controller, br, members(added)[0]):
         return None  # under kraft_steps an addition is only ever a prepared one (above)
+    if removed and cfg.rule("incarnations") == "kraft_steps":
+        return prepare_isr_shrink(cfg, replace(state, budget=budget), b, proposed)
     return write_isr(cfg, replace(state, budget=budget), b, proposed)
+
+
+def prepare_isr_shrink(cfg: Config, state: State, b: int, proposed: int) -> State:
+    """Partition.maybeShrinkIsr -> prepareIsrShrink (incarnations=kraft_steps): the leader logs
+    "Shrinking ISR from ... to ...", builds the request (addBrokerEpochToIsr) and hands it to
+    the AlterPartitionManager (submitAlterPartition); it reaches the controller at a later step
+    (may_deliver), as a prepared expansion does. Meanwhile the partition is PendingShrinkIsr:
+    isInflight, so no other change is prepared, and its maximalIsr is the current ISR ("we
+    cannot assume that the update will succeed as this could erroneously advance the HW"), so
+    the dropped followers' fetches still move the HW and complete acks=all requests until the
+    answer comes back (handleAlterPartitionUpdate; seeds 905 and 920 of issue 41's runs). Under
+    the default (fenced_first) the decision and the controller's write are one step."""
+    br = state.broker(b)
+    return state.with_broker(b, replace(br, pending=proposed, request=sent_bepochs(cfg, br, b, proposed)))
 
 
 def prepare_isr_expand(cfg: Config, state: State, b: int, f: int) -> State:
@@ -332,7 +351,9 @@ def isr_change(cfg: Config, steps: list, i: int, say) -> list[str]:
         return out
     if removed:
         f = removed[0]
-        out.append(f"leader {ld} shrank the ISR to {say.ids(after.isr)}: follower {f} {_lag(steps, i, f)}")
+        j = _prepared_at(steps, i, ld)
+        when = f" (prepared at step {j})" if j < i else ""
+        out.append(f"leader {ld} shrank the ISR to {say.ids(after.isr)}{when}: follower {f} {_lag(steps, j, f)}")
     if added:
         f = added[0]
         out.append(f"leader {ld} expanded the ISR to {say.ids(after.isr)} with broker {f}" + _caught_up(steps, i, f))
@@ -341,6 +362,14 @@ def isr_change(cfg: Config, steps: list, i: int, say) -> list[str]:
     if before.recovering and not after.recovering:
         out.append("the partition is RECOVERED")
     return out
+
+
+def _prepared_at(steps: list, i: int, ld: int) -> int:
+    """The step that prepared the change leader ld delivers at step i (prepare_isr_shrink), or i."""
+    j = i
+    while j > 1 and steps[j - 1][1].broker(ld).request is not None:
+        j -= 1
+    return j
 
 
 def _caught_up(steps: list, i: int, f: int) -> str:

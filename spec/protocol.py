@@ -157,7 +157,8 @@ RULES: tuple[Rule, ...] = (
         "proposes an addition from its view of a follower at any step; or Kafka's own steps "
         "(BrokerServer.startup): the process starts and fetches with broker epoch -1, registers "
         "(before or after the fence) fenced, and is unfenced by a heartbeat; an expansion is "
-        "prepared on a fetch (Partition.maybeExpandIsr) and reaches the controller later; the "
+        "prepared on a fetch (Partition.maybeExpandIsr) and a shrink by the lag check "
+        "(Partition.maybeShrinkIsr, PendingShrinkIsr), each reaching the controller later; the "
         "leader applies KIP-903 too, -1 passing; a hard crash keeps what the process recovered",
         (),
         (

@@ -140,9 +140,10 @@ class Broker:
     purgatory: tuple = ()  # acks=all requests waiting: ((offset, record id, brokers down at append), ...)
     # The AlterPartition response in flight to this leader (Kafka keeps one outstanding).
     alter: AlterPartitionResponse | None = None
-    # An ISR expansion prepared on a fetch (Partition.prepareIsrExpand) whose request has not
-    # reached the controller yet: the broker epochs it names (addBrokerEpochToIsr, index b - 1;
-    # () before KIP-903), its ISR being `pending`; None when no request waits.
+    # An ISR change prepared (Partition.prepareIsrExpand on a fetch; prepareIsrShrink under
+    # incarnations=kraft_steps) whose request has not reached the controller yet: the broker
+    # epochs it names (addBrokerEpochToIsr, index b - 1; () before KIP-903), its ISR being
+    # `pending`; None when no request waits.
     request: tuple | None = None
     # Brokers this leader's metadata shows fenced or in controlled shutdown (bitmask), as of the
     # metadata it last applied: what Partition.isReplicaIsrEligible reads (KIP-841).

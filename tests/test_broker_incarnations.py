@@ -68,7 +68,9 @@ def test_an_expansion_in_flight_across_a_restart_names_the_old_epoch_and_is_refu
     """The expansion is prepared on the old incarnation's fetch (epoch 1) and lands after the
     new one registered (epoch 2) and was unfenced: INELIGIBLE_REPLICA (KIP-903)."""
     cfg = Config(rf=3, minisr=1, protocol=KRAFT)
-    s = run(cfg, Produce(1, 1), ReplicaStall(3), AlterPartition(1, (1, 2)), HandleAlterPartitionResponse(1))
+    # The shrink is prepared, then delivered (prepareIsrShrink: in flight under kraft_steps).
+    s = run(cfg, Produce(1, 1), ReplicaStall(3), AlterPartition(1, (1, 2)), AlterPartition(1, (1, 2)))
+    s = run(cfg, HandleAlterPartitionResponse(1), state=s)
     s = run(cfg, Fetch(2, 1), Fetch(2, 1), Fetch(3, 1), Fetch(3, 1), state=s)
     assert s.broker(1).request == (1, 1, 1) and s.broker(1).pending == mask(1, 2, 3)
     s = run(cfg, BrokerCrash(3, 1), BrokerRestart(3), BrokerRegistration(3), BrokerHeartbeat(3), state=s)

@@ -38,7 +38,8 @@ BOUNDS = dict(rf=3, minisr=2, max_records=1, max_clean_shutdowns=0, max_hard_cra
 # the request lands.
 PATH = [
     ReplicaStall(3),
-    AlterPartition(1, (1, 2)),
+    AlterPartition(1, (1, 2)),  # prepared (prepareIsrShrink): the shrink is in flight under kraft_steps
+    AlterPartition(1, (1, 2)),  # and reaches the controller
     HandleAlterPartitionResponse(1),
     Produce(1, 1),
     Fetch(2, 1),
@@ -57,7 +58,7 @@ LANDS = AlterPartition(1, (1, 2, 3))
 
 def test_a_fetch_with_epoch_minus_one_prepares_an_expansion_that_lands_after_a_new_registration():
     cfg = Config(**BOUNDS)
-    before = play(cfg, *PATH[:10])
+    before = play(cfg, *PATH[:11])
     leader = before.broker(1)
     assert before.broker(3).bepoch == 0 and leader.vbepochs[2] == 0 and leader.views[2] == 1
     assert leader.pending == 0b111 and leader.request == (1, 1, 0)  # BrokerState(3, -1)
@@ -71,7 +72,7 @@ def test_a_fetch_with_epoch_minus_one_prepares_an_expansion_that_lands_after_a_n
 def test_the_proposed_fix_refuses_the_addition():
     cfg = Config(**dict(BOUNDS, protocol=FIX))
     # The leader does not even prepare it: -1 is not eligible on its side either.
-    s = play(cfg, *PATH[:10])
+    s = play(cfg, *PATH[:11])
     assert s.broker(1).request is None and s.broker(1).pending == 0
 
 
@@ -130,5 +131,5 @@ def test_without_kraft_steps_the_restart_waits_for_the_fence():
     """The newest preset's default (incarnations=fenced_first) has no unregistered process: the
     path stops at the restart, which waits for the fence."""
     cfg = Config(**dict(BOUNDS, protocol=preset(NEWEST)))
-    s = play(cfg, *PATH[:7])
+    s = play(cfg, *PATH[:2], *PATH[3:8])  # the shrink in one step: nothing is in flight under fenced_first
     assert not Model(cfg).step(s, BrokerRestart(3))
