@@ -36,7 +36,7 @@ from kafkamc.realkafka.cluster import Cluster, Settings, kraft_cluster
 from kafkamc.realkafka.faults import KINDS as FAULT_KINDS
 from kafkamc.realkafka.faults import Faults, counterparts
 from kafkamc.realkafka.metadata_log import batches, reregistrations
-from kafkamc.realkafka.observe import ControllerView, batch_view, checkpoint, epoch_cache, read_log
+from kafkamc.realkafka.observe import ControllerView, batch_view, checkpoint, epoch_cache, log_clock, read_log
 from kafkamc.realkafka.schedule import schedule
 from kafkamc.spec.config import Config
 
@@ -435,16 +435,14 @@ def check(folder: Path, out: Outcome, say: Callable[[str], None], actions: tuple
 def real_logs(logs: Path, t: float, around: float = 3.0, most: int = 40) -> list[str]:
     """The lines of the processes' logs that name the topic (or fence or register a broker)
     within `around` seconds of t, by their [HH:MM:SS,mmm] stamps (the machine's local time)."""
-    day = time.localtime(t)
-    midnight = time.mktime((day.tm_year, day.tm_mon, day.tm_mday, 0, 0, 0, 0, 0, -1))
+    clock = log_clock(t)
     out = []
     for path in sorted(logs.glob("*.log")):
         for line in path.read_text(errors="replace").splitlines():
             if not line.startswith("[") or not (TOPIC in line or "ence" in line or "egist" in line):
                 continue
             try:
-                h, m, rest = line[1:13].split(":")
-                stamp = midnight + int(h) * 3600 + int(m) * 60 + float(rest.replace(",", "."))
+                stamp = clock(line[1:13])
             except ValueError:
                 continue
             if abs(stamp - t) <= around:

@@ -24,13 +24,14 @@ between them, and a run without its brokers' logs (an old recorded run) is valid
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from typing import Any
 
+from kafkamc.realkafka.observe import log_clock
+
 SLACK = 0.01  # seconds before a "Shrinking ISR" line's stamp that the shrink may already be in flight
 LINE = re.compile(
-    r"^\[(\d\d):(\d\d):(\d\d),(\d{3})\] INFO \[Partition (\S+) broker=(\d+)\] Shrinking ISR from ([\d,]*) to ([\d,]*)\."
+    r"^\[(\d\d:\d\d:\d\d,\d{3})\] INFO \[Partition (\S+) broker=(\d+)\] Shrinking ISR from ([\d,]*) to ([\d,]*)\."
 )
 
 
@@ -38,20 +39,15 @@ def read(cluster: Path, topic: str, start: float) -> list[dict[str, Any]]:
     """Every "Shrinking ISR" line of the brokers' logs on partition `topic`-0, as {"t", "broker",
     "isr"} (the ISR proposed), in time order; `start`: a time of the run (the first observation),
     whose day the [HH:MM:SS,mmm] stamps (the machine's local time) are read in."""
-    day = time.localtime(start)
-    midnight = time.mktime((day.tm_year, day.tm_mon, day.tm_mday, 0, 0, 0, 0, 0, -1))
+    clock = log_clock(start)
     out = []
     for path in sorted((cluster / "logs").glob("broker-*.log")):
         for line in path.read_text(errors="replace").splitlines():
             m = LINE.match(line)
-            if m is None or m.group(5) != f"{topic}-0":
+            if m is None or m.group(2) != f"{topic}-0":
                 continue
-            h, mi, s, ms = (int(x) for x in m.group(1, 2, 3, 4))
-            t = midnight + h * 3600 + mi * 60 + s + ms / 1000
-            if t < start - 43200:  # past midnight
-                t += 86400
-            isr = sorted(int(x) for x in m.group(8).split(",") if x)
-            out.append({"t": t, "broker": int(m.group(6)), "isr": isr})
+            isr = sorted(int(x) for x in m.group(5).split(",") if x)
+            out.append({"t": clock(m.group(1)), "broker": int(m.group(3)), "isr": isr})
     return sorted(out, key=lambda x: x["t"])
 
 

@@ -19,6 +19,8 @@ produces; ISR and ELR are compared as sorted broker lists.
 from __future__ import annotations
 
 import struct
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -271,3 +273,18 @@ def observe(cluster: Cluster, topic: str, brokers: tuple[int, ...], history: lis
         tuple(logs),
         hw,
     )
+
+
+def log_clock(near: float) -> Callable[[str], float]:
+    """Seconds since the epoch of a Kafka log line's "HH:MM:SS,mmm" stamp (the machine's local
+    time), read on the day of `near`, a time of the run: a stamp over 12 hours before it is of the
+    next day. A malformed stamp raises ValueError."""
+    day = time.localtime(near)
+    midnight = time.mktime((day.tm_year, day.tm_mon, day.tm_mday, 0, 0, 0, 0, 0, -1))
+
+    def seconds(stamp: str) -> float:
+        h, m, s = stamp.split(":")
+        t = midnight + int(h) * 3600 + int(m) * 60 + float(s.replace(",", "."))
+        return t + 86400 if t < near - 43200 else t
+
+    return seconds

@@ -113,3 +113,19 @@ def test_under_the_default_the_shrink_is_one_step_and_needs_the_followers_behind
     caught = play(cfg, Produce(1, 1), ReplicaStall(2), ReplicaStall(3), Fetch(2, 1), Fetch(2, 1), Fetch(3, 1))
     caught = play(cfg, Fetch(3, 1), state=caught)
     assert caught.ghost.acked == 0b1 and not Model(cfg).step(caught, AlterPartition(1, (1,)))
+
+
+def test_a_shrinking_isr_line_is_read_with_its_time_and_proposed_isr(tmp_path):
+    """inflight.read: the leader's "Shrinking ISR" lines of the partition, stamped by the
+    machine's clock on the run's day (realkafka/observe.py log_clock), other partitions left out."""
+    import time
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "broker-2.log").write_text(
+        "[10:00:01,250] INFO [Partition t-0 broker=2] Shrinking ISR from 1,3,2 to 2. Leader: (...)\n"
+        "[10:00:02,000] INFO [Partition other-0 broker=2] Shrinking ISR from 1,2 to 2. Leader: (...)\n"
+        "[10:00:03,000] INFO [Partition t-0 broker=2] ISR updated to 2\n"
+    )
+    start = time.mktime((2026, 11, 28, 9, 59, 0, 0, 0, -1))
+    assert inflight.read(tmp_path, "t", start) == [{"t": start + 61.25, "broker": 2, "isr": [2]}]

@@ -77,6 +77,7 @@ class Misses:
         self.by_serial = fast.components.by_serial
         self.quiet_fn = quiet
         self.kinds = kinds  # action type -> its index in fired
+        self.trips = {t: fast.model.steps[t].__class__ is RoundTrip for t in kinds}  # its step is one
         self.actions: list = []
         self.action_ids: dict = {}  # id of its StepCache -> action id
         self.caches: list = []
@@ -135,8 +136,7 @@ class Misses:
         for action, kind, fixed, sc in found:
             a = self._id(self.actions, self.action_ids, id(sc), (action, sc))  # one StepCache per action, never dropped
             c = self._id(self.caches, self.cache_ids, id(sc), sc)
-            trip = fast.model.steps[kind].__class__ is RoundTrip
-            rows.append((a, self.kinds[kind], c, None if fixed is None else self._rows(fixed), trip))
+            rows.append((a, self.kinds[kind], c, None if fixed is None else self._rows(fixed), self.trips[kind]))
         return rows
 
     # A RoundTrip's halves (native/src/search/trip.rs), each through the Python cache of it
