@@ -11,6 +11,11 @@ use pyo3::types::PyTuple;
 /// No message: the sender sends nothing in this state, or the other side refuses.
 const NONE: u32 = u32::MAX;
 
+/// Python's id for a message, or NONE for its -1.
+fn message(id: i64) -> u32 {
+    u32::try_from(id).unwrap_or(NONE)
+}
+
 /// An action's halves: the request its sender makes; the other side's outcome and response;
 /// the sender's outcome on the response. The handler's and the receiver's caches hold the
 /// message (Python's id for it) at the position past the parts.
@@ -40,7 +45,7 @@ impl Core {
                 self.halves_missed.0 += 1;
                 let got = self.call(py, "send", (cand.action, PyTuple::new(py, comps)?))?;
                 let (read, request): (Vec<u8>, i64) = got.extract(py)?;
-                let request = if request < 0 { NONE } else { request as u32 };
+                let request = message(request);
                 let mask = mask_of(&read);
                 self.trips[c].send.record(parts, mask, request);
                 (request, mask)
@@ -63,7 +68,7 @@ impl Core {
                     )?;
                     let (read, row, response): (Vec<u8>, Option<Row>, i64) = got.extract(py)?;
                     let first = self.arena.add(row.into_iter().collect()); // refused: none
-                    let response = if response < 0 { NONE } else { response as u32 };
+                    let response = message(response);
                     let mask = mask_of(&read) | 1 << arg;
                     self.trips[c].handle.record(&with, mask, (first, response));
                     ((first, response), mask)
