@@ -16,6 +16,7 @@ from kafkamc.spec.protocol import ALIASES, ERAS, NEWEST, RULES, SAME_AS_NEWEST, 
 from rich.console import Console
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
+EXIT_INTERNAL = 4  # kafkamc itself failed: never 1, which a CI gate reads as a finding
 
 
 class UsageProblem(Exception):

@@ -92,7 +92,7 @@ def register(cli) -> None:
 
         Exit 0: every run consistent with the model and every promise kept; 1: a discrepancy or a
         lost write (the run's folder keeps everything); 2: bad input, or the cluster did not
-        start; 3: interrupted (what was validated so far is reported)."""
+        start; 3: interrupted (what was validated so far is reported); 4: a bug in kafkamc."""
         from kafkamc.realkafka import conform as cf
         from kafkamc.realkafka import jars
         from kafkamc.realkafka.cluster import ClusterFailed

@@ -95,7 +95,8 @@ def register(cli_group) -> None:
 def gate(file, junit, out_dir):
     """Run every configuration of a gate file and compare with its expectation.
 
-    Exit 0 when every expectation is met, 1 otherwise, 2 for a bad gate file.
+    Exit 0 when every expectation is met, 1 otherwise, 2 for a bad gate file, 4 for a bug in
+    kafkamc.
     """
     from kafkamc.jobs.gate import GateError, config_summary, junit_xml, load_gate, run_entry
 

@@ -6,6 +6,8 @@ import json
 import os
 import signal
 import sys
+import traceback
+from pathlib import Path
 
 import click
 from kafkamc.checker.cache.budget import DEFAULT_MIB
@@ -15,6 +17,7 @@ from kafkamc.cli.common import (
     DEFAULTS,
     EXIT_HOLDS,
     EXIT_INCOMPLETE,
+    EXIT_INTERNAL,
     EXIT_USAGE,
     EXIT_VIOLATED,
     SPARK_ONLY,
@@ -190,7 +193,7 @@ def check(
     Exit 0: every invariant holds within the bounds (with --reach: every target reached; with
     --simulate: no violation found); 1: a violation (with --reach: a target never reached);
     2: bad input, one `kafkamc: error:` line; 3: stopped at a limit or interrupted before the
-    search was exhaustive."""
+    search was exhaustive; 4: a bug in kafkamc, one `kafkamc: internal error:` line."""
     cfg = build_config(config_flags)
     simulate = simulation_settings(config_flags)  # cli/simulate.py: random walks in place of the search
     workers = workers_setting(workers, strategy, engine)
@@ -402,7 +405,28 @@ def main(argv=None) -> None:
         _fail(f"the fast path cannot follow this spec: {e}")
     except BrokenPipeError:
         sys.exit(EXIT_USAGE)
+    except Exception as e:
+        _last_resort(e)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _last_resort(e: Exception) -> None:
+    """What no command caught: an interrupt a C library wrapped in another error (exit 3), or a bug
+    in kafkamc (exit 4, one line naming where; KAFKAMC_TRACEBACK=1 shows the whole traceback).
+    Never Python's own traceback and exit 1, the code for a violation."""
+    from kafkamc.realkafka.client import interrupted
+
+    if interrupted(e):
+        print("kafkamc: interrupted", file=sys.stderr)
+        sys.exit(EXIT_INCOMPLETE)
+    if os.environ.get("KAFKAMC_TRACEBACK"):
+        traceback.print_exception(e)
+    where = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
+    at = f" at {Path(where.filename).name}:{where.lineno}" if where else ""
+    first = str(e).splitlines()[0] if str(e) else ""
+    line = f"kafkamc: internal error: {type(e).__name__}: {first}{at} (a bug in kafkamc, not a verdict)"
+    print(line, file=sys.stderr)
+    sys.exit(EXIT_INTERNAL)
 
 
 def _interrupt(signum, frame) -> None:

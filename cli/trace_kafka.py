@@ -39,7 +39,7 @@ def register(trace_group) -> None:
 
         Exit 1: the trace's violation was reproduced; 0: a trace without one reached the
         model's final state; 3: the cluster diverged from the model, or the replay was
-        interrupted; 2: the trace cannot be replayed, or the cluster did not start."""
+        interrupted; 2: the trace cannot be replayed, or the cluster did not start; 4: a bug in kafkamc."""
         from kafkamc.realkafka import jars, replay
         from kafkamc.realkafka.cluster import ClusterFailed
         from kafkamc.realkafka.netns import NoNetwork

@@ -431,7 +431,9 @@ def run(
                         f"first difference at step {d.step} ({line.action}): "
                         + "; ".join(line.model.differences(line.real))
                     )
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, SystemError) as e:
+                if not client.interrupted(e):
+                    raise
                 result.verdict = "interrupted"
             except (ClusterFailed, TimeoutError, RuntimeError, subprocess.SubprocessError) as e:
                 result.verdict = "diverged"  # a command Kafka did not carry out

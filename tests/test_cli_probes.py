@@ -135,3 +135,36 @@ def test_a_saved_run_for_the_probes_is_real():
     """The bad files above are bad because of their shape, not because the format moved."""
     data = json.loads(DATA.read_text())
     assert set(data) >= {"setup", "events", "reads"}
+
+
+def _raising(error: BaseException):
+    def command(*_a, **_k):
+        raise error
+
+    return command
+
+
+def test_a_bug_is_one_line_and_exit_4_never_a_traceback(monkeypatch, capsys):
+    monkeypatch.setattr(cli.commands["invariants"], "callback", _raising(ValueError("boom\nmore")))
+    with pytest.raises(SystemExit) as e:
+        main(["invariants"])
+    assert e.value.code == 4
+    err = capsys.readouterr().err
+    assert err.startswith("kafkamc: internal error: ValueError: boom at test_cli_probes.py:")
+    assert err.endswith("(a bug in kafkamc, not a verdict)\n") and "Traceback" not in err
+
+
+def test_an_interrupt_a_c_library_wrapped_is_exit_3():
+    # confluent-kafka's C code hands a signal handler's KeyboardInterrupt back as SystemError
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as k:
+            raise SystemError("<method 'produce'> returned a result with an exception set") from k
+    except SystemError as wrapped:
+        error = wrapped
+    from kafkamc.cli.main import _last_resort
+
+    with pytest.raises(SystemExit) as e:
+        _last_resort(error)
+    assert e.value.code == 3
