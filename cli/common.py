@@ -12,7 +12,7 @@ import click
 from kafkamc.spec.bounds import Bound
 from kafkamc.spec.config import ACKS, Config
 from kafkamc.spec.next import BOUNDS
-from kafkamc.spec.protocol import ALIASES, ERAS, NEWEST, RULES, SAME_AS_NEWEST, ProtocolError, parse_rule, preset
+from kafkamc.spec.protocol import ALIASES, ERAS, NEWEST, RULES, SAME_AS, ProtocolError, parse_rule, preset
 from rich.console import Console
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
@@ -24,9 +24,9 @@ class UsageProblem(Exception):
 
 
 # The real Kafka releases the harness runs (realkafka/jars.py resolves them). One default for
-# `conform` and `trace kafka`: the newest release, whose rules the newest preset models (4.1.0's
-# rules are those of 4.2 to 4.4), so that by default the model is compared with the Kafka a user
-# deploys today.
+# `conform` and `trace kafka`: the newest release, whose rules the newest preset models (4.3.0's
+# rules are 4.4's), so that by default the model is compared with the Kafka a user deploys today.
+# A run or replay takes the rules of its own release (spec/protocol.py as_of).
 KAFKA_VERSIONS = ("4.1.1", "4.4.0")
 DEFAULT_KAFKA = "4.4.0"
 
@@ -66,7 +66,7 @@ def completing(names):
     return lambda ctx, param, incomplete: [n for n in names() if n.startswith(incomplete)]
 
 
-PROTOCOL_NAMES = completing(lambda: [*ERAS, *ALIASES, *SAME_AS_NEWEST])
+PROTOCOL_NAMES = completing(lambda: [*ERAS, *ALIASES, *SAME_AS])
 RULE_NAMES = completing(lambda: [f"{r.name}={v}" for r in RULES for v in r.values])
 
 

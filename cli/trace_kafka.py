@@ -45,7 +45,7 @@ def register(trace_group) -> None:
         from kafkamc.realkafka.netns import NoNetwork
 
         t = load(file, PropertyFile.read(properties_file) if properties_file else None)
-        why = replay.refusal(t)
+        why = replay.refusal(t, kafka_version)
         if why is not None:
             raise UsageProblem(f"cannot replay {file} on Kafka: {why}")
         folder = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="kafkamc-replay-"))

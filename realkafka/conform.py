@@ -65,7 +65,7 @@ class Setup:
         return tuple(x for x in self.links.split(",") if x)
 
     def config(self) -> Config:
-        return validate.model_config(self.rf, self.brokers, self.minisr, self.unclean, self.elr)
+        return validate.model_config(self.rf, self.brokers, self.minisr, self.unclean, self.elr, self.version)
 
     def settings(self) -> Settings:
         # Short timeouts so that a stall shrinks the ISR in seconds and a zombie is fenced in ten.

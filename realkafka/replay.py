@@ -47,7 +47,7 @@ from kafkamc.spec import fetch as fe
 from kafkamc.spec import metadata as md
 from kafkamc.spec import produce as pr
 from kafkamc.spec import reassignment as ra
-from kafkamc.spec.protocol import NEWEST, PRESETS
+from kafkamc.spec.protocol import as_of
 from kafkamc.spec.state import State, members
 from kafkamc.traces.trace import Trace, format_action
 
@@ -93,19 +93,25 @@ SETTINGS = Settings(
 SETTLE_S = 0.5
 
 
+# Rules that only steps of these types exercise (spec/protocol.py).
+EXERCISED_BY = {"reassignment_completion": (ra.AlterPartitionReassignments,)}
+
+
 class Refused(Exception):
     """A trace the real cluster cannot replay; one line, before any process starts."""
 
 
-def refusal(trace: Trace) -> str | None:
-    """Why this trace cannot be replayed on Kafka 4.x, or None."""
+def refusal(trace: Trace, version: str) -> str | None:
+    """Why this trace cannot be replayed on Kafka `version` (a 4.x release), or None."""
     cfg = trace.config
-    # ELR off is a 4.x cluster formatted with eligible.leader.replicas.version=0 (KIP-966).
-    if set(cfg.protocol.differences(PRESETS[NEWEST])) - {"elr"}:
+    kafka = as_of(version)
+    # ELR off is a 4.x cluster formatted with eligible.leader.replicas.version=0 (KIP-966); a rule
+    # only some steps exercise cannot matter to a trace without one of them.
+    unused = {rule for rule, types in EXERCISED_BY.items() if not any(isinstance(a, types) for a, _ in trace.steps)}
+    changed = set(cfg.protocol.differences(kafka)) - {"elr"} - unused
+    if changed:
         era = cfg.protocol.era()
-        return f"the trace's protocol is {era}, not the newest preset ({NEWEST}): its rules are not Kafka 4.1-4.4's" + (
-            "" if era != "custom" else f" (rules changed: {cfg.protocol.differences(PRESETS[NEWEST])})"
-        )
+        return f"the trace's protocol is {era}, not Kafka {version}'s ({kafka.era()}): rules {sorted(changed)}"
     for i, (action, _state) in enumerate(trace.steps[1:], start=1):
         if not isinstance(action, COMMANDED + OWN):
             return f"step {i}: {format_action(action)} has no counterpart on a real cluster"
@@ -391,7 +397,7 @@ def run(
     network=True runs it in a namespace of its own, with fences and stalls as cut links.
     Raises Refused before any process starts; ClusterFailed and JarsMissing when it cannot start,
     NoNetwork when the namespace cannot be made."""
-    why = refusal(trace)
+    why = refusal(trace, version)
     if why is not None:
         raise Refused(why)
     moved = interleave.in_crash_order(trace)

@@ -48,7 +48,7 @@ from kafkamc.spec import reassignment as ra
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
 from kafkamc.spec.next import BOUNDS, NEXT, describe
-from kafkamc.spec.protocol import NEWEST, PRESETS
+from kafkamc.spec.protocol import as_of
 from kafkamc.spec.state import Budget, Ghost, State, initial_state
 
 # Kafka takes these by itself; the model may take any of them between two observations.
@@ -71,13 +71,13 @@ LINGER = 0.03  # seconds: controller.quorum.append.linger.ms (25 ms) and a littl
 MAX_FRONTIER = 400_000  # states kept at once; past it the run cannot be validated (not a discrepancy)
 
 
-def model_config(rf: int, brokers: int, minisr: int, unclean: bool, elr: bool = True) -> Config:
-    """The model of a real cluster: the newest preset (Kafka 4.x) with a restart as the steps Kafka
+def model_config(rf: int, brokers: int, minisr: int, unclean: bool, elr: bool = True, version: str = "4.4.0") -> Config:
+    """The model of a real cluster: the rules of its Kafka release (as_of) with a restart as the steps Kafka
     takes (incarnations=kraft_steps: the process starts and fetches with broker epoch -1, registers
     once the old session expired, fenced or not, and is unfenced by a heartbeat), ELR as the
     cluster was formatted, acks=all, no automatic rebalance (the cluster runs without it: an
     election is ours)."""
-    protocol = PRESETS[NEWEST].with_rules(incarnations="kraft_steps", **({} if elr else {"elr": "off"}))
+    protocol = as_of(version).with_rules(incarnations="kraft_steps", **({} if elr else {"elr": "off"}))
     return Config(
         rf=rf,
         broker_count=brokers,

@@ -83,17 +83,26 @@ def may_lead_as_last_known(cfg: Config, c: Controller, last_known: int) -> bool:
     return bool(last_known & c.active)
 
 
-def complete_reassignment(c: Controller) -> Controller:
-    """PartitionReassignmentReplicas.maybeCompleteReassignment, tried by every partition change
-    (PartitionChangeBuilder.completeReassignmentIfNeeded): once every target replica is in the
-    ISR and the ISR keeps a member besides the removing ones, the replicas become the target,
-    the removing replicas leave the ISR, and a removed leader leaves the partition to be
-    elected among the target (minimum ISR is not checked)."""
+def complete_reassignment(cfg: Config, c: Controller) -> Controller:
+    """The completion every partition change tries (PartitionChangeBuilder.
+    completeReassignmentIfNeeded, PartitionReassignmentReplicas.maybeCompleteReassignment): with
+    the removing replicas taken out of the ISR, that ISR keeps a member and holds what the rule
+    `reassignment_completion` asks (spec/protocol.py); then the replicas become the target, the
+    removing replicas leave the ISR, and a removed leader leaves the partition to be elected
+    among the target (minimum ISR is not checked)."""
     if not c.adding and not c.removing:
         return c
     target = tuple(b for b in c.replicas if not c.removing & bit(b))
     isr = c.isr & ~c.removing
-    if not isr or any(not c.isr & bit(b) for b in target):
+    whole = all(isr & bit(b) for b in target)
+    adding = not c.adding & ~isr
+    done = {
+        "all_target": whole,
+        "adding": adding,
+        # The model's moves replace replicas one for one, so here this is "adding".
+        "adding_unless_shrinking": adding and (size(c.adding) >= size(c.removing) or whole),
+    }[cfg.rule("reassignment_completion")]
+    if not isr or not done:
         return c
     leader = NO_LEADER if c.leader != NO_LEADER and c.removing & bit(c.leader) else c.leader
     return replace(c, replicas=target, isr=isr, adding=0, removing=0, leader=leader)
@@ -106,7 +115,7 @@ def partition_change(cfg: Config, state: State, c: Controller, unclean: int = 0)
     (triggerLeaderEpochBumpForReplicaReassignmentIfNeeded), the partition epoch on any change
     at all. `unclean`: replicas registering after an unclean shutdown."""
     before = state.controller
-    c = elect(cfg, maintain_elr(cfg, before, complete_reassignment(c), unclean), before.lastelr)
+    c = elect(cfg, maintain_elr(cfg, before, complete_reassignment(cfg, c), unclean), before.lastelr)
     if c.leader != NO_LEADER and c.lastelr:
         c = replace(c, lastelr=0)  # a led partition needs no last known leader
     moved = c.replicas != before.replicas

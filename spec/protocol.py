@@ -150,6 +150,21 @@ RULES: tuple[Rule, ...] = (
         (("unfenced", "4.1.0", "KAFKA-19522"),),
     ),
     Rule(
+        "reassignment_completion",
+        ("all_target", "adding", "adding_unless_shrinking"),
+        "which partition change completes a reassignment: one that puts every target replica in "
+        "the ISR (ZooKeeper's KafkaController.isReassignmentComplete); one whose ISR, without the "
+        "removing replicas, holds every adding replica (PartitionChangeBuilder."
+        "completeReassignmentIfNeeded); every target replica again; or every adding replica, and "
+        "every target replica only when the move removes more replicas than it adds "
+        "(PartitionReassignmentReplicas.maybeCompleteReassignment)",
+        (
+            ("adding", "3.1.0", "KAFKA-12803"),
+            ("all_target", "3.8.0", "KAFKA-15665"),
+            ("adding_unless_shrinking", "4.3.0", "KAFKA-19975"),
+        ),
+    ),
+    Rule(
         "incarnations",
         ("fenced_first", "kraft_steps"),
         "how a restart and the ISR expansions around it are modelled: the restart waits for the "
@@ -207,6 +222,7 @@ class Protocol:
     elr: str = "on"
     controlled_shutdown: str = "kraft"
     last_known_leader: str = "unfenced"
+    reassignment_completion: str = "adding_unless_shrinking"
     incarnations: str = "fenced_first"
     leader_reelection: str = "keep"
 
@@ -260,9 +276,10 @@ PRESETS: dict[str, Protocol] = {era: as_of(era) for era in ERAS}
 NEWEST = ERAS[-1]
 OLDEST = ERAS[0]
 ALIASES = {"newest": NEWEST, "oldest": OLDEST}
-# Releases after the newest era that changed none of its rules: their names give that era's
-# rules. Add a release here once its changes are read (and give it an era if a rule changed).
-SAME_AS_NEWEST = ("4.2", "4.3", "4.4")
+# Releases after an era that changed none of its rules: their names give that era's rules (4.2's
+# and 4.4's rules were read in their jars). Add a release here once its changes are read (and give
+# it an era if a rule changed).
+SAME_AS = {"4.2": "4.1.0", "4.4": "4.3.0"}
 
 
 def preset(name: str) -> Protocol:
@@ -270,13 +287,12 @@ def preset(name: str) -> Protocol:
     # Accept "2.7" for "2.7.0", and a later release with the newest rules ("4.4", "4.4.0").
     if key not in PRESETS and key + ".0" in PRESETS:
         key += ".0"
-    if key not in PRESETS and any(key == r or key.startswith(r + ".") for r in SAME_AS_NEWEST):
-        key = NEWEST
+    for release, era in SAME_AS.items():
+        if key not in PRESETS and (key == release or key.startswith(release + ".")):
+            key = era
     if key not in PRESETS:
-        raise ProtocolError(
-            f"unknown protocol preset {name!r}; presets: {', '.join(ERAS)} (or newest, oldest; "
-            f"{', '.join(SAME_AS_NEWEST)} name {NEWEST}'s rules)"
-        )
+        same = "; ".join(f"{r} names {e}'s rules" for r, e in SAME_AS.items())
+        raise ProtocolError(f"unknown protocol preset {name!r}; presets: {', '.join(ERAS)} (or newest, oldest; {same})")
     return PRESETS[key]
 
 

@@ -15,8 +15,9 @@ broker is a valid target, and the move then waits until it is back and unfenced,
 only then may it join the ISR (INELIGIBLE_REPLICA, KIP-841).
 
 Every partition change then tries to complete the move (PartitionChangeBuilder.
-completeReassignmentIfNeeded, spec/controller.py complete_reassignment): once every target
-replica is in the ISR, `replicas` becomes the target, the removed replicas leave the ISR, and
+completeReassignmentIfNeeded, spec/controller.py complete_reassignment): once the ISR holds
+what the era's rule asks (every target replica, or every adding one: `reassignment_completion`,
+KAFKA-15665, KAFKA-19975), `replicas` becomes the target, the removed replicas leave the ISR, and
 a removed leader is replaced by the first target replica in the ISR (a new leader epoch; the
 leader epoch is bumped on completion even when the leader stays, because replicas left the set:
 triggerLeaderEpochBumpForReplicaReassignmentIfNeeded). The controller answers the leader whose

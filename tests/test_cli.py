@@ -27,7 +27,7 @@ def test_small_check_holds_with_json(tmp_path):
     out = json.loads(p.stdout)
     assert out["verdict"] == "holds"
     assert out["distinct_states"] == 9291 and out["depth"] == 22  # tests/test_pinned.py (8,549 before trace validation)
-    assert out["protocol"]["era"] == "4.1.0" and out["protocol"]["rules"]["elr"] == "on"
+    assert out["protocol"]["era"] == "4.3.0" and out["protocol"]["rules"]["elr"] == "on"
     assert out["reached"]["ElrElection"] == 4 and out["vacuity_warnings"] == []
     assert out["states_generated"] > out["distinct_states"]
     assert out["violation"] is None
@@ -85,7 +85,7 @@ def test_human_summary_names_bounds_and_coverage(tmp_path):
         " ".join(bounds)
         == "max_clean_shutdowns=0 max_hard_crashes=1 max_controlled_shutdowns=0 max_records=2 max_isr_shrinks=2"
     )
-    assert "protocol: 4.1.0 (rules as of Kafka 4.1.0)" in p.stdout
+    assert "protocol: 4.3.0 (rules as of Kafka 4.3.0)" in p.stdout
     # Off at their default bounds of 0: one plain line, no warning (tests/test_cli_hits.py).
     assert "left off by bounds: ControllerFenceBroker, BrokerHeartbeat (max_fences=0);" in p.stdout
     assert "OffsetsForLeaderEpoch never fired" not in p.stdout  # not used by the newest truncation rule
@@ -120,9 +120,9 @@ def test_protocol_flags_and_presets(tmp_path):
     p = kafkamc("protocols")
     assert p.returncode == 0
     assert "0.8.2: isr_lag=messages, truncation=hw" in p.stdout
-    assert "4.1.0 (newest, the default): every rule at its newest behaviour" in p.stdout
+    assert "4.3.0 (newest, the default): every rule at its newest behaviour" in p.stdout
     out = json.loads(kafkamc("protocols", "--json").stdout)
-    assert out["newest"] == "4.1.0" and out["presets"]["2.8.0"]["truncation"] == "diverging_epoch"
+    assert out["newest"] == "4.3.0" and out["presets"]["2.8.0"]["truncation"] == "diverging_epoch"
 
 
 def test_reach_saves_a_witness(tmp_path):

@@ -1,4 +1,4 @@
-"""A reassignment Kafka 4.4.0 completed and the model cannot (issue 41, seed 902 re-run).
+"""A reassignment Kafka 4.4.0 completes and 4.1.1 does not (issue 41, seed 902 re-run).
 
 tests/data/conform/rf3-brokers4-reassign-seed902.json is the first 150 observations of what
 `kafkamc conform --kafka-version 4.4.0 --brokers 4 --rf 3 --minisr 2 --faults 30 --seed 902`
@@ -14,13 +14,12 @@ leader 1 in a new epoch and ELR [3] (3 left an ISR below min ISR: maybePopulateT
 old ISR, replica or not), while 2 and 4 were out of the ISR.
 
 Kafka 4.4.0 (kafka-metadata-4.4.0.jar, PartitionReassignmentReplicas.maybeCompleteReassignment,
-read with javap; KAFKA-19975, apache/kafka#21114) completes a move once the new ISR (the proposed
-one without the removing replicas) holds every adding replica, and asks for every target replica
-only when fewer replicas are added than removed. Kafka 4.1.1 (kafka-metadata-4.1.1.jar; KAFKA-15665)
-asks for every target replica in the ISR, which is the model's rule (spec/controller.py,
-complete_reassignment) in every era, so the model has no step to observation 148. The fix is the
-model's (a 4.4 rule in spec/), not the validator's. `complete_4_4` below is Kafka 4.4.0's rule on
-the model's controller: with it in place of the model's, the recorded run validates to its end.
+read with javap; KAFKA-19975, apache/kafka#21114, in 4.3.0) completes a move once the new ISR (the
+proposed one without the removing replicas) holds every adding replica, and asks for every target
+replica only when fewer replicas are added than removed. Kafka 4.1.1 (KAFKA-15665, 3.8.0 to 4.2)
+asks for every target replica, which was the model's rule in every era: the model had no step to
+observation 148. It is now the rule `reassignment_completion` (spec/protocol.py), and a run is
+validated with the rules of its own release (validate.model_config).
 """
 
 from __future__ import annotations
@@ -32,23 +31,9 @@ import pytest
 from helpers import load_recorded
 from kafkamc.realkafka import validate
 from kafkamc.spec import controller as ctl
-from kafkamc.spec.state import NO_LEADER, Broker, Controller, State, bit, members, replace, size
+from kafkamc.spec.state import Broker, Controller, State, bit, members, replace
 
 RUN = Path(__file__).parent / "data" / "conform" / "rf3-brokers4-reassign-seed902.json"
-
-
-def complete_4_4(c: Controller) -> Controller:
-    """PartitionReassignmentReplicas.maybeCompleteReassignment as Kafka 4.4.0 has it (KAFKA-19975)."""
-    if not c.adding and not c.removing:
-        return c
-    target = tuple(b for b in c.replicas if not c.removing & bit(b))
-    isr = c.isr & ~c.removing
-    if not isr or not target or c.adding & ~isr:
-        return c
-    if size(c.adding) < size(c.removing) and any(not isr & bit(b) for b in target):
-        return c
-    leader = NO_LEADER if c.leader != NO_LEADER and c.removing & bit(c.leader) else c.leader
-    return replace(c, replicas=target, isr=isr, adding=0, removing=0, leader=leader)
 
 
 @pytest.fixture(scope="module")
@@ -90,31 +75,18 @@ def test_the_recorded_file_is_a_prefix_of_the_run(recorded):
     assert (done.leader, done.replicas, done.isr, done.elr) == (1, (1, 2, 4), (1,), (3,))
 
 
-def test_kafka_4_4_completes_the_move_the_model_keeps_open(monkeypatch):
-    cfg = validate.model_config(3, 4, 2, False)
+def test_kafka_4_4_completes_the_move_4_1_1_keeps_open():
     state, proposed = moving()
-    kept = ctl.partition_change(cfg, state, proposed).controller
-    assert kept.replicas == (1, 2, 4, 3) and kept.leader == 3  # the model: 2 and 4 are out of the ISR
-    monkeypatch.setattr(ctl, "complete_reassignment", complete_4_4)
-    done = ctl.partition_change(cfg, state, proposed).controller
+    kept = ctl.partition_change(validate.model_config(3, 4, 2, False, version="4.1.1"), state, proposed).controller
+    assert kept.replicas == (1, 2, 4, 3) and kept.leader == 3  # 2 and 4 are out of the ISR
+    done = ctl.partition_change(validate.model_config(3, 4, 2, False, version="4.4.0"), state, proposed).controller
     assert (done.replicas, members(done.isr), done.leader, members(done.elr)) == ((1, 2, 4), (1,), 1, (3,))
     assert (done.adding, done.removing, done.epoch, done.pepoch) == (0, 0, 8, 18)
 
 
-@pytest.mark.slow  # validates 149 observations: about 30 s
-def test_the_model_has_no_step_to_the_completion(recorded):
-    """The model as it is (4.1.1's rule for 4.4.0): a discrepancy at 148, the model's. When
-    spec/ takes KAFKA-19975 for 4.4.0, this fails: then the run validates and this test goes."""
-    setup, events, data = recorded
-    v = validate.validate(setup.config(), (1, 2, 3), events, sent=data["attempts"], shrinks=data["shrinks"])
-    assert v.discrepancy is not None and v.discrepancy.index == 148
-    assert v.discrepancy.reason.startswith("no model step leads to the controller's leader 1 epoch 7")
-
-
 @pytest.mark.slow  # validates 150 observations: about 30 s
-def test_with_kafka_4_4_s_rule_the_run_validates(recorded, monkeypatch):
+def test_the_run_validates(recorded):
     setup, events, data = recorded
-    monkeypatch.setattr(ctl, "complete_reassignment", complete_4_4)
     v = validate.validate(setup.config(), (1, 2, 3), events, sent=data["attempts"], shrinks=data["shrinks"])
     assert v.discrepancy is None and v.too_large is None
     assert v.events == 150

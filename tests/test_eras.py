@@ -42,11 +42,14 @@ ERA_ONE_HARD_CRASH = {
     "2.2.0": ("violated", "HighWatermarkMonotonic", 7),
     "2.7.0": ("violated", "HighWatermarkMonotonic", 8),
     "2.8.0": ("violated", "HighWatermarkMonotonic", 8),
+    "3.1.0": ("violated", "HighWatermarkMonotonic", 8),  # 3.1.0, 3.8.0, 4.3.0: a reassignment rule only
     "3.5.0": ("violated", "HighWatermarkMonotonic", 8),
     "3.6.0": ("violated", "HighWatermarkMonotonic", 8),
     "3.7.0": ("violated", "HighWatermarkMonotonic", 11),
+    "3.8.0": ("violated", "HighWatermarkMonotonic", 11),
     "4.0.0": ("holds", None, None),
     "4.1.0": ("holds", None, None),
+    "4.3.0": ("holds", None, None),
 }
 FAST_ERAS = ("0.8.2", "2.1.0", "2.2.0", "3.5.0", "4.0.0", NEWEST)
 
@@ -120,11 +123,14 @@ def test_presets_follow_the_release_history():
         "2.2.0",
         "2.7.0",
         "2.8.0",
+        "3.1.0",
         "3.5.0",
         "3.6.0",
         "3.7.0",
+        "3.8.0",
         "4.0.0",
         "4.1.0",
+        "4.3.0",
     )
     assert ERAS[0] == OLDEST == "0.8.2" and ERAS[-1] == NEWEST
     assert PRESETS[NEWEST] == Protocol()
@@ -135,6 +141,9 @@ def test_presets_follow_the_release_history():
     assert as_of("2.7.0").truncation == "leader_epoch_kip279" and as_of("2.8.0").truncation == "diverging_epoch"
     assert (as_of("3.7.0").elr, as_of("4.0.0").elr, as_of("4.0.0").last_known_leader) == ("off", "on", "any")
     assert preset("2.7") == PRESETS["2.7.0"] and preset("newest") == Protocol()
+    # Releases that changed none of the rules name the era before them (read in their jars).
+    assert preset("4.2") == preset("4.2.2") == PRESETS["4.1.0"] and preset("4.4.0") == PRESETS["4.3.0"]
+    assert as_of("4.1.1") == PRESETS["4.1.0"] and as_of("4.4.0") == PRESETS["4.3.0"]
 
 
 @pytest.mark.parametrize("bad", ["nope=1", "elr", "elr=maybe"])

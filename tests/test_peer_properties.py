@@ -266,7 +266,7 @@ def test_metadata_converges_a_broker_that_never_applies_metadata(monkeypatch):
 def test_reassignment_completes_a_controller_that_never_completes_it(monkeypatch):
     """Mutation: the partition change never completes a reassignment (reach.ReassignmentCompleted
     would be unreachable too; this says the move is stuck forever)."""
-    monkeypatch.setattr(ctl, "complete_reassignment", lambda c: c)
+    monkeypatch.setattr(ctl, "complete_reassignment", lambda cfg, c: c)
     cfg, r = _check(["ReassignmentCompletes"], **SMALL, broker_count=3, max_reassignments=1, max_hard_crashes=0)
     path, loop = _lasso(cfg, r)
     # Broker 3 replaces leader 1 and joins the ISR; the move never completes.

@@ -27,6 +27,7 @@ from kafkamc.spec.fetch import Fetch
 from kafkamc.spec.metadata import MetadataUpdate
 from kafkamc.spec.model import Model
 from kafkamc.spec.produce import Produce
+from kafkamc.spec.protocol import PRESETS
 from kafkamc.spec.reassignment import AlterPartitionReassignments, CancelPartitionReassignment
 from kafkamc.spec.state import NO_LEADER, Broker, bit
 
@@ -117,8 +118,9 @@ def test_a_fenced_or_dead_broker_may_be_the_target():
 def test_a_cancel_reverts_and_the_adding_replica_deletes_its_log():
     """PartitionReassignmentRevert: the adding replica leaves the set and the ISR, the leader stays
     in a new leader epoch, the replicas keep the target's order (so [2, 1]: the preferred replica
-    changed); the removed broker deletes its replica once it applies the change."""
-    cfg = dc_replace(CFG, max_reassignment_cancels=1, max_fences=1)
+    changed); the removed broker deletes its replica once it applies the change. On 4.1.0's rules
+    (Kafka 3.8 to 4.2, KAFKA-15665), where a target replica out of the ISR keeps the move open."""
+    cfg = dc_replace(CFG, max_reassignment_cancels=1, max_fences=1, protocol=PRESETS["4.1.0"])
     s = play(cfg, ControllerFenceBroker(3), MetadataUpdate(1), state=caught_up(cfg, (4, 2, 3)))
     s = play(cfg, AlterPartition(1, (1, 2, 4)), state=s)  # 3 fenced out of the ISR, 4 in
     assert s.controller.isr == bit(1) | bit(2) | bit(4) and s.controller.adding  # 3 is a target replica out of the ISR
@@ -126,6 +128,23 @@ def test_a_cancel_reverts_and_the_adding_replica_deletes_its_log():
     assert c.replicas == (2, 3, 1) and c.isr == bit(1) | bit(2) and (c.leader, c.epoch) == (1, 2)
     gone = play(cfg, HandleAlterPartitionResponse(1), CancelPartitionReassignment(), MetadataUpdate(4), state=s)
     assert gone.broker(4) == Broker(alive=True, bepoch=1)
+
+
+@pytest.mark.parametrize("era,completes", [("3.7.0", True), ("4.1.0", False), ("4.3.0", True), ("2.8.0", False)])
+def test_a_move_completes_with_a_kept_replica_out_of_the_isr_only_where_kafka_allows_it(era, completes):
+    """The move [1, 2, 3] -> [4, 2, 3] while 3, a replica it keeps, is fenced out of the ISR: the
+    ISR [1, 2, 4] holds the adding replica 4 but not the whole target. KRaft before 3.8
+    (PartitionChangeBuilder.completeReassignmentIfNeeded) and from 4.3.0 (KAFKA-19975:
+    PartitionReassignmentReplicas.maybeCompleteReassignment, seen on Kafka 4.4.0 by conform's seed
+    902) complete it; 3.8 to 4.2 (KAFKA-15665) and ZooKeeper's controller wait for 3."""
+    cfg = dc_replace(CFG, max_fences=1, protocol=PRESETS[era])
+    s = play(cfg, ControllerFenceBroker(3), MetadataUpdate(1), state=caught_up(cfg, (4, 2, 3)))
+    c = play(cfg, AlterPartition(1, (1, 2, 4)), state=s).controller
+    if completes:
+        assert (c.replicas, c.isr, c.adding, c.removing) == ((4, 2, 3), bit(2) | bit(4), 0, 0)
+        assert c.leader == 4  # the removed leader 1 gives way to the first target replica in the ISR
+    else:
+        assert (c.replicas, c.isr, c.adding) == ((4, 2, 3, 1), bit(1) | bit(2) | bit(4), bit(4))
 
 
 def test_outsiders_are_interchangeable_only_among_themselves():

@@ -19,6 +19,7 @@ from kafkamc.spec.config import Config
 from kafkamc.spec.controller import complete_reassignment, partition_change
 from kafkamc.spec.fetch import Fetch
 from kafkamc.spec.metadata import MetadataUpdate
+from kafkamc.spec.protocol import PRESETS
 from kafkamc.spec.reassignment import AlterPartitionReassignments, CancelPartitionReassignment, revert
 from kafkamc.spec.state import Broker, Controller, State, initial_state, members, replace
 from scenario import NO_LEADER, enabled, mask, run, step
@@ -55,12 +56,12 @@ def test_does_not_complete_reassignment():
     to [3, 4, 5] is in progress, and an ISR of [0, 1, 2, 3, 4] does not complete it, as long as
     one target replica is out of the ISR. Kafka's 0..5 are the model's 1..6: every replica
     moves at once, the start lists the target first and the removing replicas after it."""
-    _cfg, s = three_replicas_moving()
+    cfg, s = three_replicas_moving()
     c = s.controller
     assert c.replicas == (4, 5, 6, 1, 2, 3) and (members(c.adding), members(c.removing)) == ((4, 5, 6), (1, 2, 3))
     assert (c.leader, c.epoch) == (1, 1)  # nothing left the set yet: no new leader epoch
     five = replace(c, isr=mask(1, 2, 3, 4, 5))
-    assert complete_reassignment(five) is five  # still moving: 6 is out of the ISR
+    assert complete_reassignment(cfg, five) is five  # still moving: 6 is out of the ISR
 
 
 def test_does_complete_reassignment_all_new_replicas():
@@ -161,8 +162,9 @@ def test_cancel_reassign_partitions():
     leader epoch, and the original replicas. Kafka's target [1, 2, 3, 4, 0] also grows the set;
     the model moves 2 to broker 1 instead ([4, 3, 1]), so the model's cancel returns [4, 3, 2]
     where Kafka's returns [2, 3, 4] (its target's order). Kafka's 6 and 7 are not in the model's
-    pool of five."""
-    cfg = Config(rf=3, minisr=2, broker_count=5, max_fences=1, **MOVES)
+    pool of five. On 4.1.0's rules, the test's: from 4.3.0 (KAFKA-19975) the model's move, which
+    adds as many replicas as it removes, completes once 1 is in."""
+    cfg = Config(rf=3, minisr=2, broker_count=5, max_fences=1, protocol=PRESETS["4.1.0"], **MOVES)
     s = step(cfg, initial_state(3, replicas=(4, 3, 2), n=5), ControllerFenceBroker(3))
     assert (members(s.controller.isr), s.controller.leader) == ((2, 4), 4)
     assert not enabled(cfg, s, AlterPartitionReassignments((5, 6, 7)))
