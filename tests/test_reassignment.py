@@ -197,9 +197,10 @@ def test_symmetry_over_the_pool_counts_each_class_once():
     # 17,028 -> 15,257 (issue 29): a leader that a completed move re-elects into a new epoch
     # keeps its purgatory (DelayedProduce); the answer completing a move carries the new leader
     # epoch and leaves the leader pending; INVALID_UPDATE_VERSION keeps the pending ISR; the
-    # leader's own view of fencing.
-    assert (reduced.verdict, reduced.distinct_states) == ("holds", 15257)
-    assert _orbits(cfg) == 15257
+    # leader's own view of fencing. 15,257 -> 14,911 (4.3.0's reassignment_completion, KAFKA-19975:
+    # a move completes with a kept replica out of the ISR, so fewer states wait for it).
+    assert (reduced.verdict, reduced.distinct_states) == ("holds", 14911)
+    assert _orbits(cfg) == 14911
 
 
 @pytest.mark.slow
@@ -212,9 +213,10 @@ def test_two_outsiders_reduce_exactly():
     removing replicas is now a candidate (AlterPartitionReassignments.removing). Before
     two-replica moves the second outsider added no class (17,028 at one record, as with three
     brokers); now one record gives 174,099 (issue 29: two-replica moves, whose removing replicas
-    come in either order)."""
+    come in either order). 6,550 since 4.3.0's reassignment_completion (KAFKA-19975): a move that
+    completes with a kept replica out of the ISR leads to states the old rule never reached."""
     cfg = Config(rf=2, minisr=1, broker_count=4, max_records=0, max_hard_crashes=0, max_reassignments=1)
-    assert explore(FastModel(cfg), InvariantSuite(cfg)).distinct_states == _orbits(cfg) == 6472
+    assert explore(FastModel(cfg), InvariantSuite(cfg)).distinct_states == _orbits(cfg) == 6550
 
 
 def test_relabelling_a_pool_of_four_maps_transitions_to_transitions():
