@@ -235,22 +235,24 @@ class Run:
     def cut(self) -> None:
         """Pause every running broker, read the files, resume; then a consumer's read."""
         paused = self.running()
-        for b in paused:
-            self.c.pause(b)
-        time.sleep(0.05)
-        t = time.time()
-        logs = {b: [[e, v] for _o, e, v in read_log(self.c.partition_dir(b, TOPIC))] for b in self.brokers}
-        # A checkpoint entry means something only beside the replica it is for: a broker that
-        # deleted its replica (a reassignment moved it) may never write that file again.
-        ckpts = {
-            b: checkpoint(self.c.data_dir(b) / "replication-offset-checkpoint", TOPIC) or 0
-            for b in self.brokers
-            if self.c.partition_dir(b, TOPIC).exists()
-        }
-        epochs = {b: epoch_cache(self.c.partition_dir(b, TOPIC)) for b in ckpts}
-        self.faults.seen(logs, ckpts, epochs, paused)
-        for b in paused:
-            self.c.resume(b)
+        try:  # resumed even when SIGTERM comes while they are paused: answers() still asks them
+            for b in paused:
+                self.c.pause(b)
+            time.sleep(0.05)
+            t = time.time()
+            logs = {b: [[e, v] for _o, e, v in read_log(self.c.partition_dir(b, TOPIC))] for b in self.brokers}
+            # A checkpoint entry means something only beside the replica it is for: a broker that
+            # deleted its replica (a reassignment moved it) may never write that file again.
+            ckpts = {
+                b: checkpoint(self.c.data_dir(b) / "replication-offset-checkpoint", TOPIC) or 0
+                for b in self.brokers
+                if self.c.partition_dir(b, TOPIC).exists()
+            }
+            epochs = {b: epoch_cache(self.c.partition_dir(b, TOPIC)) for b in ckpts}
+            self.faults.seen(logs, ckpts, epochs, paused)
+        finally:
+            for b in paused:
+                self.c.resume(b)
         self.note("cut", t=t, logs=logs, checkpoints=ckpts, epochs=epochs, up=paused)
         try:
             self.reads.append((time.time(), client.read_all(self.c.bootstrap_of(paused), TOPIC, timeout=3.0)))
