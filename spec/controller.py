@@ -94,15 +94,12 @@ def complete_reassignment(cfg: Config, c: Controller) -> Controller:
         return c
     target = tuple(b for b in c.replicas if not c.removing & bit(b))
     isr = c.isr & ~c.removing
-    whole = all(isr & bit(b) for b in target)
-    adding = not c.adding & ~isr
-    done = {
-        "all_target": whole,
-        "adding": adding,
-        # The model's moves replace replicas one for one, so here this is "adding".
-        "adding_unless_shrinking": adding and (size(c.adding) >= size(c.removing) or whole),
-    }[cfg.rule("reassignment_completion")]
-    if not isr or not done:
+    rule = cfg.rule("reassignment_completion")
+    # The whole target, or only the adding replicas (the model's moves replace replicas one for
+    # one, so adding_unless_shrinking asks for the whole target only in Kafka's shrinking moves).
+    whole = rule == "all_target" or (rule == "adding_unless_shrinking" and size(c.adding) < size(c.removing))
+    needed = sum(bit(b) for b in target) if whole else c.adding
+    if not isr or needed & ~isr:
         return c
     leader = NO_LEADER if c.leader != NO_LEADER and c.removing & bit(c.leader) else c.leader
     return replace(c, replicas=target, isr=isr, adding=0, removing=0, leader=leader)
