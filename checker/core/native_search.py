@@ -104,14 +104,22 @@ class Misses:
         if got is None:
             if len(self.views) >= 8:
                 self.views.clear()
-            c = self.comps(serials)
-            n = self.n
-            state = new_tuple(State, (c[0], tuple(c[1 : n + 1]), c[n + 1], c[n + 2]))
-            got = self.views[key] = (c, [*serials, *(x.stalled for x in c[1 : n + 1]), 0], state)
+            by, n = self.by_serial, self.n
+            c = [by[s] for s in key]
+            brokers = tuple(c[1 : n + 1])
+            state = new_tuple(State, (c[0], brokers, c[n + 1], c[n + 2]))
+            got = self.views[key] = (c, [*key, *[x.stalled for x in brokers], 0], state)
         return got
 
     def state(self, serials) -> State:
-        return self.view(serials)[2]
+        """The State these serials make; not kept (a new state is tested once, and expanded a
+        level later)."""
+        got = self.views.get(tuple(serials))
+        if got is not None:
+            return got[2]
+        by, n = self.by_serial, self.n
+        c = [by[s] for s in serials]
+        return new_tuple(State, (c[0], tuple(c[1 : n + 1]), c[n + 1], c[n + 2]))
 
     def _id(self, table: list, ids: dict, key, value) -> int:
         got = ids.get(key)

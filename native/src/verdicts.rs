@@ -19,6 +19,8 @@ pub struct Verdicts {
     /// bit n + 1 the ghost) and the positions themselves.
     groups: Vec<(u32, Vec<u8>)>,
     known: Vec<Set>,
+    /// Per `changed` mask below 256 (a state's components), the groups it touches, found once.
+    touched: Vec<Option<Vec<u16>>>,
     len: usize,
     limit: usize,
     /// Python's own count of tests asked (for the bench's cache rows): lookups, misses.
@@ -37,6 +39,7 @@ impl Verdicts {
         Verdicts {
             groups,
             known,
+            touched: vec![None; 256],
             len: 0,
             limit,
             asked: (0, 0),
@@ -54,17 +57,38 @@ impl Verdicts {
         Some(p)
     }
 
+    /// The groups reading a `changed` component.
+    fn touched(&mut self, changed: u32) -> Vec<u16> {
+        let find = |groups: &[(u32, Vec<u8>)]| -> Vec<u16> {
+            (0..groups.len() as u16)
+                .filter(|&g| groups[g as usize].0 & changed != 0)
+                .collect()
+        };
+        match self.touched.get_mut(changed as usize) {
+            Some(Some(t)) => t.clone(),
+            Some(slot) => slot.insert(find(&self.groups)).clone(),
+            None => find(&self.groups),
+        }
+    }
+
+    fn known_on(&self, g: u16, comps: &[u32]) -> bool {
+        let g = g as usize;
+        Self::projection(&self.groups[g].1, comps).is_some_and(|p| self.known[g].contains(&p))
+    }
+
     /// Whether every group reading a `changed` component is known true on these components.
     pub fn good(&mut self, changed: u32, comps: &[u32]) -> bool {
         self.asked.0 += 1;
-        let ok = self
-            .groups
-            .iter()
-            .zip(&self.known)
-            .all(|((mask, positions), known)| {
-                mask & changed == 0
-                    || Self::projection(positions, comps).is_some_and(|p| known.contains(&p))
-            });
+        let ok = if (changed as usize) < self.touched.len() {
+            if self.touched[changed as usize].is_none() {
+                self.touched(changed);
+            }
+            let touched = self.touched[changed as usize].as_ref().unwrap();
+            touched.iter().all(|&g| self.known_on(g, comps))
+        } else {
+            (0..self.groups.len() as u16)
+                .all(|g| self.groups[g as usize].0 & changed == 0 || self.known_on(g, comps))
+        };
         if !ok {
             self.asked.1 += 1;
         }
@@ -77,10 +101,10 @@ impl Verdicts {
             self.known.iter_mut().for_each(|k| k.clear());
             self.len = 0;
         }
-        for ((mask, positions), known) in self.groups.iter().zip(self.known.iter_mut()) {
-            if mask & changed != 0
-                && let Some(p) = Self::projection(positions, comps)
-                && known.insert(p)
+        for g in self.touched(changed) {
+            let g = g as usize;
+            if let Some(p) = Self::projection(&self.groups[g].1, comps)
+                && self.known[g].insert(p)
             {
                 self.len += 1;
             }
