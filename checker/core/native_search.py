@@ -325,8 +325,10 @@ class CoreVisited:
 def expand_native(attached: Attached, frontier, checks, unreached, found, quiet, deadline=None):
     """level.expand_fresh's fused branch on the core, for a --workers part: (fingerprint, path
     key, successor, the state invariant it breaks or None, its known) for every transition of
-    the frontier's (key, state, known) items to a state the core's visited set did not hold
-    (the core adds it), in key order; each step the quiet test does not pass is checked."""
+    the frontier's (key, known) items to a state the core's visited set did not hold (the core
+    adds it), in key order; each step the quiet test does not pass is checked. The successor
+    is None where no test needed it (the core knew its verdicts): its known (serial numbers,
+    then fingerprint) is what the worker keeps or sends."""
     core, misses = attached.core, attached.misses
     if misses.quiet_fn is not quiet:
         attached.use_quiet(quiet)
@@ -337,23 +339,31 @@ def expand_native(attached: Attached, frontier, checks, unreached, found, quiet,
     before = attached.fired()
     begin, step, visit = core.begin, core.next, core.visit
     try:
-        for done, (key, state, known) in enumerate(frontier):
+        for done, (key, known) in enumerate(frontier):
             if deadline is not None and done & 0xFF == 0 and time.monotonic() >= deadline:
                 found.cut = True
                 break
             serials = known[:size]
             begin(serials, known[-1], 0, 0)
-            misses.parent, misses.parent_comps = state, serials
+            misses.parent, misses.parent_comps = None, serials  # the State, built when first needed
             ok = True  # the last new state's test passed: the core remembers its groups' verdicts
             while (event := step(ok)) is not None:
                 new, index, fp, changed, child, _ = event
                 k = key + index_bytes(index)
-                nxt = misses.state(child)
                 if not new:
-                    note_step(found, check_step, reach, state, nxt, k)
+                    nxt = misses.state(child)
+                    if misses.parent is None:
+                        misses.parent = misses.state(serials)
+                    note_step(found, check_step, reach, misses.parent, nxt, k)
                     if not visit(fp):
                         continue
                     changed = -1
+                elif not changed:
+                    ok = True
+                    yield fp, k, None, None, [*child, fp]  # its verdicts known true
+                    continue
+                else:
+                    nxt = misses.state(child)
                 test = tests.get(changed)
                 if test is None:
                     test = tests[changed] = state_test(changed)

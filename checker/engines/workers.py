@@ -89,6 +89,7 @@ class _Worker:
         self.kept = Kept(self.codec.width)
         self.sent: list[set] = [set() for _ in range(n)]  # component fingerprints each peer already has
         self.quiet: dict = {}  # unreached properties -> the suite's quiet test for them (level.expand_fresh)
+        self.owners: dict = {}  # controller serial -> owner key (_owner)
 
     def start(self, entries: list) -> dict:
         """The initial states this worker owns: (fp, key, state), already deduplicated."""
@@ -99,7 +100,13 @@ class _Worker:
         return {"frontier": len(self.kept)}
 
     def frontier(self, kept: Kept) -> Iterator[tuple]:
-        """(key, state, known) of a level's states, in key order."""
+        """(key, state, known) of a level's states, in key order; for the core, (key, known):
+        it needs the serial numbers and the fingerprint, and builds a State only when asked."""
+        if self.attached is not None:
+            ints = self.codec.ints
+            for key, (fp, *numbers) in kept.in_key_order():
+                yield key, [*map(ints.__getitem__, numbers), fp]
+            return
         rebuild = self.codec.state
         for key, record in kept.in_key_order():
             yield (key, *rebuild(record))
@@ -120,7 +127,7 @@ class _Worker:
         out: list = [self._parcel() for _ in range(n)]  # what each peer is sent
         found = Findings()
         visited = self.visited
-        owner_of = partial(transport.owner_key, model)
+        owner_of = self._owner
 
         # A successor goes into this worker's visited set the first time it comes out of the
         # loop, whoever owns it: a state owned here is new then (it is kept, below), and one a
@@ -149,11 +156,11 @@ class _Worker:
                 self.graph,
             )
         for fp, k, nxt, bad, known in expansion:
-            owner = owner_of(nxt) % n
+            owner = owner_of(nxt, known) % n
             if owner == w:
                 mine.add(fp, k, bad, record(nxt, known))
             else:
-                self._send(owner, out[owner], fp, k, nxt, bad)
+                self._send(owner, out[owner], fp, k, nxt, bad, known)
         expanded = time.process_time()
         for peer in range(n):
             if peer != w:
@@ -205,13 +212,29 @@ class _Worker:
         worker's memory at three million states."""
         return [], array("Q"), bytearray(), {}
 
-    def _send(self, peer: int, parcel: tuple, fp: int, key: bytes, state, bad) -> None:
+    def _owner(self, state, known) -> int:
+        """transport.owner_key of a successor: of its controller alone where the symmetry has
+        no pool (canonical(state).controller is then a function of the controller), so kept
+        per controller serial number; the core yields a state as its known only."""
+        if self.model.pooled or known is None:
+            return transport.owner_key(self.model, state)
+        serial = known[0]
+        got = self.owners.get(serial)
+        if got is None:
+            if state is None:
+                assert self.attached is not None  # only the core yields no State
+                state = self.attached.misses.state(known[: self.codec.size])
+            got = self.owners[serial] = transport.owner_key(self.model, state)
+        return got
+
+    def _send(self, peer: int, parcel: tuple, fp: int, key: bytes, state, bad, known) -> None:
         components, fps, keys, broken = parcel
         sent = self.sent[peer]
         if bad:
             broken[len(fps) // self.codec.width] = bad
         fps.append(fp)
-        for cfp, kind, comp in transport.shipped(self.model, state):
+        comps = self.model.fast._interned(state)[0] if state is not None else self.codec.components_of(known)
+        for cfp, kind, comp in transport.shipped(self.model, comps):
             if cfp not in sent:
                 sent.add(cfp)
                 components.append((kind, comp))

@@ -119,6 +119,10 @@ class Codec:
             return [self.components.xor(numbers), *numbers]
         return [known[-1], *known[: self.size]]
 
+    def components_of(self, known) -> list:
+        """The interned components a known (serial numbers first) names."""
+        return list(map(self.objects.__getitem__, known[: self.size]))
+
     def state(self, record) -> tuple:
         """(state, known) of a record. Its serial numbers are replaced by the int objects the
         intern table holds: the caches key on them, and an int read out of an array is a new
