@@ -86,7 +86,8 @@ class _Worker:
         # The newest level this worker owns, compact (checker/store/frontier.py): each state's path
         # key, and where its record (fingerprint, serial numbers) starts in `records`.
         self.codec = Codec(model.fast)
-        self.kept = Kept(self.codec.width)
+        self.native = core  # the core's module: the kept level's index and order (Kept) too
+        self.kept = Kept(self.codec.width, core)
         self.sent: list[set] = [set() for _ in range(n)]  # component fingerprints each peer already has
         self.quiet: dict = {}  # unreached properties -> the suite's quiet test for them (level.expand_fresh)
         self.owners: dict = {}  # controller serial -> owner key (_owner)
@@ -123,7 +124,7 @@ class _Worker:
         unreached, deadline = args
         model, w, n = self.model, self.w, self.n
         clock = time.process_time()
-        mine = Kept(self.codec.width)  # the successors this worker owns
+        mine = Kept(self.codec.width, self.native)  # the successors this worker owns
         out: list = [self._parcel() for _ in range(n)]  # what each peer is sent
         found = Findings()
         visited = self.visited

@@ -19,6 +19,7 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from collections.abc import Iterator
+from typing import Any
 
 from kafkamc.checker.store.visited import FingerprintMap
 from kafkamc.spec.state import State
@@ -175,11 +176,14 @@ class Kept:
     keys in one buffer (a level's keys all have one length), their components' serial numbers
     (4 bytes each), and the state invariants the few that break one break. A dict from
     fingerprint to (key, invariant, slot) cost about 200 bytes a state, held for the widest level.
-    A state goes in and out as a Codec record (fingerprint, serial numbers)."""
+    A state goes in and out as a Codec record (fingerprint, serial numbers). Given the native
+    core's module, the index is its FpMap and the key order its key_order: the same table and
+    the same order, in Rust."""
 
-    def __init__(self, width: int):
+    def __init__(self, width: int, native=None):
         self.size = width - 1  # serial numbers per state
-        self.index: FingerprintMap | None = FingerprintMap()  # dropped once the level is kept
+        self.native = native
+        self.index: Any = FingerprintMap() if native is None else native.FpMap()  # dropped once the level is kept
         self.fps = array("Q")
         self.keys = bytearray()
         self.length = 0  # of every key
@@ -218,5 +222,9 @@ class Kept:
     def in_key_order(self) -> Iterator[tuple[bytes, list]]:
         """(key, record) of every state kept, smallest key first."""
         size, serials, fps = self.size, self.serials, self.fps
-        for i in sorted(range(len(fps)), key=self.key):
+        if self.native is not None:
+            order: Any = self.native.key_order(bytes(self.keys), self.length)
+        else:
+            order = sorted(range(len(fps)), key=self.key)
+        for i in order:
             yield self.key(i), [fps[i], *serials[i * size : (i + 1) * size]]

@@ -38,6 +38,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(_panic, m)?)?;
     m.add_class::<visited::PyFpSet>()?;
+    m.add_class::<visited::PyFpMap>()?;
+    m.add_function(wrap_pyfunction!(visited::py_key_order, m)?)?;
     m.add_class::<search::Core>()?;
     Ok(())
 }

@@ -16,6 +16,23 @@ fn home(fp: u64, mask: usize) -> usize {
     ((fp ^ (fp >> 29)) as usize) & mask
 }
 
+/// Where `fp` (never EMPTY) is in `table`, or the empty slot where it would go.
+#[inline]
+fn find(table: &[u64], fp: u64) -> usize {
+    let mask = table.len() - 1;
+    let mut i = home(fp, mask);
+    while table[i] != fp && table[i] != EMPTY {
+        i = (i + 1) & mask;
+    }
+    i
+}
+
+/// Fingerprint 0 is stored as 1.
+#[inline]
+fn stored(fp: u64) -> u64 {
+    if fp == EMPTY { 1 } else { fp }
+}
+
 /// Open addressing over `u64` fingerprints, kept at most 3/4 full.
 pub struct FpSet {
     table: Vec<u64>,
@@ -52,58 +69,105 @@ impl FpSet {
 
     /// Add `fp`; false if it was already there.
     pub fn add(&mut self, fp: u64) -> bool {
-        let fp = if fp == EMPTY { 1 } else { fp };
-        let mask = self.table.len() - 1;
-        let mut i = home(fp, mask);
-        loop {
-            let v = self.table[i];
-            if v == fp {
-                return false;
-            }
-            if v == EMPTY {
-                break;
-            }
-            i = (i + 1) & mask;
+        let fp = stored(fp);
+        let i = find(&self.table, fp);
+        if self.table[i] == fp {
+            return false;
         }
         self.table[i] = fp;
         self.count += 1;
         if self.count > self.limit {
-            self.grow();
+            self.table = grown(&self.table, |_, _| {});
+            self.limit = load_limit(self.table.len());
         }
         true
     }
 
     pub fn contains(&self, fp: u64) -> bool {
-        let fp = if fp == EMPTY { 1 } else { fp };
-        let mask = self.table.len() - 1;
-        let mut i = home(fp, mask);
-        loop {
-            let v = self.table[i];
-            if v == fp {
-                return true;
-            }
-            if v == EMPTY {
-                return false;
-            }
-            i = (i + 1) & mask;
+        let fp = stored(fp);
+        self.table[find(&self.table, fp)] == fp
+    }
+}
+
+/// The table doubled; the old one holds no duplicates, so each fingerprint takes the first
+/// free slot. `moved(from, to)` is told where each one went (a map moves its value with it).
+fn grown(old: &[u64], mut moved: impl FnMut(usize, usize)) -> Vec<u64> {
+    let mut table = vec![EMPTY; 2 * old.len()];
+    for (j, &fp) in old.iter().enumerate().filter(|&(_, &fp)| fp != EMPTY) {
+        let i = find(&table, fp);
+        table[i] = fp;
+        moved(j, i);
+    }
+    table
+}
+
+/// A fingerprint set with a u32 beside each fingerprint, as checker/store/visited.py's
+/// `FingerprintMap` (a worker's index of the level it keeps: fingerprint to position).
+pub struct FpMap {
+    table: Vec<u64>,
+    values: Vec<u32>,
+    count: usize,
+    limit: usize,
+}
+
+impl FpMap {
+    pub fn with_capacity(capacity: usize) -> Self {
+        assert!(
+            capacity.is_power_of_two(),
+            "FpMap capacity {capacity} is not a power of two"
+        );
+        FpMap {
+            table: vec![EMPTY; capacity],
+            values: vec![0; capacity],
+            count: 0,
+            limit: load_limit(capacity),
         }
     }
 
-    /// Double the table; the old one holds no duplicates, so each fingerprint takes the first free slot.
-    fn grow(&mut self) {
-        let size = 2 * self.table.len();
-        let mask = size - 1;
-        let mut table = vec![EMPTY; size];
-        for &fp in self.table.iter().filter(|&&fp| fp != EMPTY) {
-            let mut i = home(fp, mask);
-            while table[i] != EMPTY {
-                i = (i + 1) & mask;
-            }
-            table[i] = fp;
-        }
-        self.table = table;
-        self.limit = load_limit(size);
+    pub fn len(&self) -> usize {
+        self.count
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub fn get(&self, fp: u64) -> Option<u32> {
+        let fp = stored(fp);
+        let i = find(&self.table, fp);
+        (self.table[i] == fp).then(|| self.values[i])
+    }
+
+    pub fn put(&mut self, fp: u64, value: u32) {
+        let fp = stored(fp);
+        let i = find(&self.table, fp);
+        self.values[i] = value;
+        if self.table[i] == fp {
+            return;
+        }
+        self.table[i] = fp;
+        self.count += 1;
+        if self.count > self.limit {
+            let mut values = vec![0; 2 * self.table.len()];
+            self.table = grown(&self.table, |j, i| values[i] = self.values[j]);
+            self.values = values;
+            self.limit = load_limit(self.table.len());
+        }
+    }
+
+    pub fn nbytes(&self) -> usize {
+        self.table.len() * 12
+    }
+}
+
+/// The order of `n` keys of `length` bytes each, laid end to end in `keys`: positions, smallest
+/// key first (bytes compared as Python compares them). A level's path keys all have one length.
+pub fn key_order(keys: &[u8], length: usize) -> Vec<u32> {
+    let n = keys.len().checked_div(length).unwrap_or(0);
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    let key = |i: u32| &keys[i as usize * length..(i as usize + 1) * length];
+    order.sort_by(|&a, &b| key(a).cmp(key(b)));
+    order
 }
 
 impl Default for FpSet {
@@ -157,10 +221,45 @@ mod python {
             self.0.nbytes()
         }
     }
+
+    /// `kafkamc._core.FpMap`: fingerprint to a u32, for checker/store/frontier.py's `Kept`.
+    #[pyclass(name = "FpMap", module = "kafkamc._core")]
+    pub struct PyFpMap(super::FpMap);
+
+    #[pymethods]
+    impl PyFpMap {
+        #[new]
+        fn new() -> Self {
+            PyFpMap(super::FpMap::with_capacity(1 << 12))
+        }
+
+        fn get(&self, fp: u64) -> Option<u32> {
+            self.0.get(fp)
+        }
+
+        fn put(&mut self, fp: u64, value: u32) {
+            self.0.put(fp, value)
+        }
+
+        fn __len__(&self) -> usize {
+            self.0.len()
+        }
+
+        #[getter]
+        fn nbytes(&self) -> usize {
+            self.0.nbytes()
+        }
+    }
+
+    /// `kafkamc._core.key_order(keys, length)`: see `key_order`.
+    #[pyfunction(name = "key_order")]
+    pub fn py_key_order(keys: &[u8], length: usize) -> Vec<u32> {
+        super::key_order(keys, length)
+    }
 }
 
 #[cfg(feature = "python")]
-pub use python::PyFpSet;
+pub use python::{PyFpMap, PyFpSet, py_key_order};
 
 #[cfg(test)]
 mod tests {
@@ -230,6 +329,30 @@ mod tests {
         }
         assert_eq!(s.len(), seen.len());
         assert!(s.len() * 4 <= s.table.len() * 3);
+    }
+
+    #[test]
+    fn a_map_keeps_the_last_value_put_through_its_growth() {
+        let mut m = FpMap::with_capacity(1);
+        let fp = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        for i in 0..1000u64 {
+            m.put(fp(i), i as u32);
+        }
+        m.put(fp(5), 7);
+        assert_eq!(m.len(), 1000);
+        assert_eq!(m.get(fp(5)), Some(7));
+        assert_eq!(m.get(fp(999)), Some(999));
+        assert_eq!(m.get(0), Some(0), "0 is stored as 1");
+        assert_eq!(m.get(1), Some(0));
+        assert_eq!(m.get(3), None);
+        assert!(m.len() * 4 <= m.table.len() * 3);
+    }
+
+    #[test]
+    fn keys_are_ordered_as_python_orders_bytes() {
+        let keys = [0u8, 2, 0, 1, 255, 0, 0, 1];
+        assert_eq!(key_order(&keys, 2), [1, 3, 0, 2]);
+        assert_eq!(key_order(&[], 0), Vec::<u32>::new());
     }
 
     #[test]
