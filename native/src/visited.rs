@@ -102,61 +102,55 @@ fn grown(old: &[u64], mut moved: impl FnMut(usize, usize)) -> Vec<u64> {
 }
 
 /// A fingerprint set with a u32 beside each fingerprint, as checker/store/visited.py's
-/// `FingerprintMap` (a worker's index of the level it keeps: fingerprint to position).
+/// `FingerprintMap` (a worker's index of the level it keeps: fingerprint to position): an
+/// FpSet's table, and the values in the same slots.
 pub struct FpMap {
-    table: Vec<u64>,
+    set: FpSet,
     values: Vec<u32>,
-    count: usize,
-    limit: usize,
 }
 
 impl FpMap {
     pub fn with_capacity(capacity: usize) -> Self {
-        assert!(
-            capacity.is_power_of_two(),
-            "FpMap capacity {capacity} is not a power of two"
-        );
         FpMap {
-            table: vec![EMPTY; capacity],
+            set: FpSet::with_capacity(capacity),
             values: vec![0; capacity],
-            count: 0,
-            limit: load_limit(capacity),
         }
     }
 
     pub fn len(&self) -> usize {
-        self.count
+        self.set.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.count == 0
+        self.set.is_empty()
     }
 
     pub fn get(&self, fp: u64) -> Option<u32> {
         let fp = stored(fp);
-        let i = find(&self.table, fp);
-        (self.table[i] == fp).then(|| self.values[i])
+        let i = find(&self.set.table, fp);
+        (self.set.table[i] == fp).then(|| self.values[i])
     }
 
     pub fn put(&mut self, fp: u64, value: u32) {
         let fp = stored(fp);
-        let i = find(&self.table, fp);
+        let set = &mut self.set;
+        let i = find(&set.table, fp);
         self.values[i] = value;
-        if self.table[i] == fp {
+        if set.table[i] == fp {
             return;
         }
-        self.table[i] = fp;
-        self.count += 1;
-        if self.count > self.limit {
-            let mut values = vec![0; 2 * self.table.len()];
-            self.table = grown(&self.table, |j, i| values[i] = self.values[j]);
+        set.table[i] = fp;
+        set.count += 1;
+        if set.count > set.limit {
+            let mut values = vec![0; 2 * set.table.len()];
+            set.table = grown(&set.table, |j, i| values[i] = self.values[j]);
+            set.limit = load_limit(set.table.len());
             self.values = values;
-            self.limit = load_limit(self.table.len());
         }
     }
 
     pub fn nbytes(&self) -> usize {
-        self.table.len() * 12
+        self.set.nbytes() / 8 * 12
     }
 }
 
@@ -345,7 +339,7 @@ mod tests {
         assert_eq!(m.get(0), Some(0), "0 is stored as 1");
         assert_eq!(m.get(1), Some(0));
         assert_eq!(m.get(3), None);
-        assert!(m.len() * 4 <= m.table.len() * 3);
+        assert!(m.len() * 4 <= m.set.table.len() * 3);
     }
 
     #[test]
