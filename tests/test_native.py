@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from kafkamc.checker.core import native
-from kafkamc.checker.store.visited import FingerprintMap, FingerprintSet
+from kafkamc.checker.store.visited import FingerprintSet
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,23 +59,6 @@ def test_fpset_adds_as_the_python_set_does(core, capacity):
     assert ours.nbytes == theirs.nbytes
     probes = fps[:1000] + [random.Random(7).getrandbits(64) for _ in range(1000)]
     assert [fp in ours for fp in probes] == [fp in theirs for fp in probes]
-
-
-def test_fpmap_holds_what_the_python_map_holds_and_orders_keys_as_sorted(core):
-    """A worker's kept level (checker/store/frontier.py Kept) indexes and orders its states with
-    these on the core: the same values and the same order as without it."""
-    rng = random.Random(3)
-    fps = _fingerprints(rng, 20_000)
-    ours, theirs = core.FpMap(), FingerprintMap()
-    for i, fp in enumerate(fps):
-        ours.put(fp, i % 5000)
-        theirs.put(fp, i % 5000)
-    assert len(ours) == len(theirs)
-    probes = fps[:2000] + [rng.getrandbits(64) for _ in range(1000)]
-    assert [ours.get(fp) for fp in probes] == [theirs.get(fp) for fp in probes]
-    keys = [bytes(rng.getrandbits(8) for _ in range(6)) for _ in range(3000)]
-    assert list(core.key_order(b"".join(keys), 6)) == sorted(range(len(keys)), key=keys.__getitem__)
-    assert list(core.key_order(b"", 0)) == []
 
 
 def test_fpset_defaults_and_refuses_a_capacity_not_a_power_of_two(core):

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from typing import Any
 
 from kafkamc.checker.cache.outcomes import Mapped, StepCache, halves
 from kafkamc.checker.core import native
-from kafkamc.checker.engines.level import note_step
 from kafkamc.checker.engines.search import Limits, Result, Ticker, take_hits, traces_of, verdict_of
-from kafkamc.checker.store.keys import index_bytes
 from kafkamc.checker.store.memory import peak_rss
 from kafkamc.spec.rpc import RoundTrip
 from kafkamc.spec.state import State
@@ -89,7 +88,8 @@ class Misses:
         self.parent: State | None = None  # the state being expanded, built when first needed
         self.parent_comps: tuple = ()
         self.views: dict = {}  # serials -> view()
-        self.pending: list = []  # (serial, leader, alive, stalled) of components interned since the core last read it
+        self.pending: list = []  # described() of components interned since the core last read it
+        self.owner_of: Any = None  # a --workers part's owner of a State (checker/core/part.py)
 
     def comps(self, serials) -> list:
         by = self.by_serial
@@ -215,20 +215,24 @@ class Misses:
         s = fast.components.serial[id(y)]
         return s, at[serial] ^ at[s]
 
+    def owner(self, serials) -> int:
+        """The worker that owns the states of this controller (a --workers part: checker/core/part.py)."""
+        return self.owner_of(self.state(serials))
+
     def quiet(self, serials) -> bool:
         if self.parent is None:
             self.parent = self.state(self.parent_comps)
         return self.quiet_fn(self.parent, self.state(serials))
 
 
-def described(serial: int, obj, tag: int) -> tuple:
-    """What the core's loop reads of a component (controller 0, broker 1): (serial, leader,
-    alive, stalled)."""
+def described(serial: int, obj, tag: int, fp: int) -> tuple:
+    """What the core reads of a component (controller 0, broker 1): (serial, leader, alive,
+    stalled, its own fingerprint: a --workers part ships states as their components')."""
     if tag == 0:
-        return serial, obj.leader, False, False
+        return serial, obj.leader, False, False, fp
     if tag == 1:
-        return serial, obj.leader, obj.alive, obj.stalled
-    return serial, -1, False, False
+        return serial, obj.leader, obj.alive, obj.stalled, fp
+    return serial, -1, False, False, fp
 
 
 def explore_native(
@@ -262,8 +266,9 @@ class Attached:
         pending = self.misses.pending
         for serial, obj in enumerate(components.by_serial):  # interned before the core existed
             tag = next(components.tags[p] for p, at in enumerate(components.at) if at[serial])
-            pending.append(described(serial, obj, tag))
-        self.listener = lambda serial, obj, tag: pending.append(described(serial, obj, tag))
+            pending.append(described(serial, obj, tag, components.fp[id(obj)]))
+        fps = components.fp
+        self.listener = lambda serial, obj, tag: pending.append(described(serial, obj, tag, fps[id(obj)]))
         components.listeners.append(self.listener)
 
     def use_quiet(self, quiet) -> None:
@@ -320,59 +325,6 @@ class CoreVisited:
     @property
     def nbytes(self) -> int:
         return self.core.nbytes()
-
-
-def expand_native(attached: Attached, frontier, checks, unreached, found, quiet, deadline=None):
-    """level.expand_fresh's fused branch on the core, for a --workers part: (fingerprint, path
-    key, successor, the state invariant it breaks or None, its known) for every transition of
-    the frontier's (key, known) items to a state the core's visited set did not hold (the core
-    adds it), in key order; each step the quiet test does not pass is checked. The successor
-    is None where no test needed it (the core knew its verdicts): its known (serial numbers,
-    then fingerprint) is what the worker keeps or sends."""
-    core, misses = attached.core, attached.misses
-    if misses.quiet_fn is not quiet:
-        attached.use_quiet(quiet)
-    reach = [(name, fn) for name, fn in checks.reach_functions() if name in unreached]
-    check_step, check_state, state_test = checks.check_step, checks.check_state, checks.state_test
-    tests: dict = {}
-    size = misses.n + 3
-    before = attached.fired()
-    begin, step, visit = core.begin, core.next, core.visit
-    try:
-        for done, (key, known) in enumerate(frontier):
-            if deadline is not None and done & 0xFF == 0 and time.monotonic() >= deadline:
-                found.cut = True
-                break
-            serials = known[:size]
-            begin(serials, known[-1], 0, 0)
-            misses.parent, misses.parent_comps = None, serials  # the State, built when first needed
-            ok = True  # the last new state's test passed: the core remembers its groups' verdicts
-            while (event := step(ok)) is not None:
-                new, index, fp, changed, child, _ = event
-                k = key + index_bytes(index)
-                if not new:
-                    nxt = misses.state(child)
-                    if misses.parent is None:
-                        misses.parent = misses.state(serials)
-                    note_step(found, check_step, reach, misses.parent, nxt, k)
-                    if not visit(fp):
-                        continue
-                    changed = -1
-                elif not changed:
-                    ok = True
-                    yield fp, k, None, None, [*child, fp]  # its verdicts known true
-                    continue
-                else:
-                    nxt = misses.state(child)
-                test = tests.get(changed)
-                if test is None:
-                    test = tests[changed] = state_test(changed)
-                ok = test(nxt)
-                yield fp, k, nxt, None if ok else check_state(nxt), [*child, fp]
-    finally:
-        after = attached.fired()
-        found.generated += sum(after.values()) - sum(before.values())
-        found.coverage.update({t.__name__: after[t] - before[t] for t in after if after[t] > before[t]})
 
 
 def _search(attached, model, checks, unreached, limits, progress, progress_every, stop_when_reached, start):

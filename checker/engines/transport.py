@@ -22,9 +22,10 @@ def owner_key(model, state: State) -> int:
     return model.fast.controller_fingerprint(c)
 
 
-def shipped(model, comps: list) -> list[tuple]:
-    """(fingerprint, kind, component) of each of a state's interned components, in position order."""
+def shipped(model, state: State) -> list[tuple]:
+    """(fingerprint, kind, component) of each component of a state, in position order."""
     fast = model.fast
+    comps = fast._interned(state)[0]
     fp, tags = fast.components.fp, fast.tags
     return [(fp[id(x)], tags[i], x) for i, x in enumerate(comps)]
 

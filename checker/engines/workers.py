@@ -23,6 +23,9 @@ That is the order the single-process BFS meets them in, so counts, depth, covera
 witnesses and traces are the same. At a violation the counts cover the whole level the
 violation is in, where one process stops at it.
 
+On the native core, the core does steps 1 to 3 itself (checker/core/part.py): a new state
+whose verdicts it knows is routed, kept or packed without Python, under the same rules.
+
 Workers are forked, so they start with the parent's model and compiled invariants;
 they ignore Ctrl-C, which the coordinating process turns into a clean stop.
 """
@@ -41,7 +44,8 @@ from functools import partial
 from queue import Empty
 
 import kafkamc.checker.engines.transport as transport
-from kafkamc.checker.core.native_search import Attached, CoreVisited, core_for, expand_native
+from kafkamc.checker.core.native_search import Attached, CoreVisited, core_for
+from kafkamc.checker.core.part import CorePart
 from kafkamc.checker.engines.contract import SearchModel
 from kafkamc.checker.engines.level import (
     Findings,
@@ -78,22 +82,23 @@ class _Worker:
         self.graph = None if recording is None else recording.part()  # checker/liveness/graph.py
         self.model, self.suite = model, suite
         self.inboxes = inboxes
-        # With the native core (its module, or None), it expands this worker's part and holds
-        # its visited set (checker/core/native_search.py expand_native).
+        # With the native core (its module, or None), the core expands this worker's part, keeps
+        # its level and its visited set, and fills its parcels (checker/core/part.py).
         groups = getattr(suite, "state_groups", None)
         self.attached = None if core is None else Attached(core, model, None, groups, keep=False)
+        self.part = None if self.attached is None else CorePart(self.attached, model, w, n)
         self.visited = FingerprintSet() if self.attached is None else CoreVisited(self.attached.core)
         # The newest level this worker owns, compact (checker/store/frontier.py): each state's path
         # key, and where its record (fingerprint, serial numbers) starts in `records`.
         self.codec = Codec(model.fast)
-        self.native = core  # the core's module: the kept level's index and order (Kept) too
-        self.kept = Kept(self.codec.width, core)
+        self.kept = Kept(self.codec.width)
         self.sent: list[set] = [set() for _ in range(n)]  # component fingerprints each peer already has
         self.quiet: dict = {}  # unreached properties -> the suite's quiet test for them (level.expand_fresh)
-        self.owners: dict = {}  # controller serial -> owner key (_owner)
 
     def start(self, entries: list) -> dict:
         """The initial states this worker owns: (fp, key, state), already deduplicated."""
+        if self.part is not None:
+            return {"frontier": self.part.start(entries, self.codec.numbers)}
         for fp, key, state in entries:
             self.visited.add(fp)
             self.kept.add(fp, key, None, self.codec.record(state, None))
@@ -101,13 +106,7 @@ class _Worker:
         return {"frontier": len(self.kept)}
 
     def frontier(self, kept: Kept) -> Iterator[tuple]:
-        """(key, state, known) of a level's states, in key order; for the core, (key, known):
-        it needs the serial numbers and the fingerprint, and builds a State only when asked."""
-        if self.attached is not None:
-            ints = self.codec.ints
-            for key, (fp, *numbers) in kept.in_key_order():
-                yield key, [*map(ints.__getitem__, numbers), fp]
-            return
+        """(key, state, known) of a level's states, in key order."""
         rebuild = self.codec.state
         for key, record in kept.in_key_order():
             yield (key, *rebuild(record))
@@ -122,13 +121,15 @@ class _Worker:
         which travels with it to its owner. The frontier is expanded in key order, so the
         first time a fingerprint comes out of the loop is its smallest key in this part."""
         unreached, deadline = args
+        if self.part is not None:
+            return self._level_on_core(unreached, deadline)
         model, w, n = self.model, self.w, self.n
         clock = time.process_time()
-        mine = Kept(self.codec.width, self.native)  # the successors this worker owns
+        mine = Kept(self.codec.width)  # the successors this worker owns
         out: list = [self._parcel() for _ in range(n)]  # what each peer is sent
         found = Findings()
         visited = self.visited
-        owner_of = self._owner
+        owner_of = partial(transport.owner_key, model)
 
         # A successor goes into this worker's visited set the first time it comes out of the
         # loop, whoever owns it: a state owned here is new then (it is kept, below), and one a
@@ -137,31 +138,26 @@ class _Worker:
         # building it, and it is not sent twice. (Peers' states cost this set 8 to 16 bytes each.)
         frontier = self.frontier(self.kept)
         record = self.codec.record
-        quiet = self.quiet.get(unreached)
-        if quiet is None and self.suite is not None:
-            quiet = self.quiet[unreached] = self.suite.quiet_step(list(unreached))
-        if self.attached is not None:
-            expansion = expand_native(self.attached, frontier, self.suite, unreached, found, quiet, deadline)
-        else:
-            expansion = expand_fresh(
-                model,
-                frontier,
-                self.suite,
-                unreached,
-                found,
-                visited.__contains__,
-                deadline,
-                True,
-                visited.add,
-                quiet,
-                self.graph,
-            )
+        quiet = self._quiet(unreached)
+        expansion = expand_fresh(
+            model,
+            frontier,
+            self.suite,
+            unreached,
+            found,
+            visited.__contains__,
+            deadline,
+            True,
+            visited.add,
+            quiet,
+            self.graph,
+        )
         for fp, k, nxt, bad, known in expansion:
-            owner = owner_of(nxt, known) % n
+            owner = owner_of(nxt) % n
             if owner == w:
                 mine.add(fp, k, bad, record(nxt, known))
             else:
-                self._send(owner, out[owner], fp, k, nxt, bad, known)
+                self._send(owner, out[owner], fp, k, nxt, bad)
         expanded = time.process_time()
         for peer in range(n):
             if peer != w:
@@ -169,17 +165,7 @@ class _Worker:
                 length = len(keys) * self.codec.width // len(fps) if fps else 0  # one level: one key length
                 self.inboxes[peer].put((w, (components, fps, bytes(keys), length, broken)))
         packed = time.process_time()
-        waited = unpacking = 0.0
-        for _ in range(n - 1):
-            t = time.monotonic()
-            try:
-                _, items = self.inboxes[w].get(timeout=PEER_TIMEOUT_S)
-            except Empty:
-                raise WorkerFailed(f"worker {w}: no word from a peer for {PEER_TIMEOUT_S:g}s") from None
-            waited += time.monotonic() - t
-            u = time.process_time()
-            self._unpack(items, mine)
-            unpacking += time.process_time() - u
+        waited, unpacking = self._receive(partial(self._unpack, mine=mine))
         new, state_bad = len(mine), None
         for fp in mine.fps:
             visited.add(fp)  # those from peers; the rest are in already
@@ -200,6 +186,55 @@ class _Worker:
             "times": times,
         }
 
+    def _quiet(self, unreached):
+        quiet = self.quiet.get(unreached)
+        if quiet is None and self.suite is not None:
+            quiet = self.quiet[unreached] = self.suite.quiet_step(list(unreached))
+        return quiet
+
+    def _level_on_core(self, unreached, deadline) -> dict:
+        """level() on the core: it expands, routes and keeps; the parcels go as level() sends its."""
+        part, w = self.part, self.w
+        assert part is not None
+        clock = time.process_time()
+        found = Findings()
+        part.expand(self.suite, unreached, found, self._quiet(unreached), deadline)
+        expanded = time.process_time()
+        for peer in range(self.n):
+            if peer != w:
+                self.inboxes[peer].put((w, part.parcel(peer)))
+        packed = time.process_time()
+        waited, unpacking = self._receive(part.unpack)
+        new, state_bad = part.keep()
+        now = time.process_time()
+        times = {"expand": expanded - clock, "pack": packed - expanded, "unpack": unpacking, "wait": waited}
+        times["keep"] = now - packed - unpacking
+        return {
+            "found": found,
+            "new": new,
+            "state_bad": state_bad,
+            "visited_bytes": self.visited.nbytes,
+            "peak_rss": peak_rss(),
+            "cpu": now - clock,
+            "times": times,
+        }
+
+    def _receive(self, unpack) -> tuple:
+        """Each peer's parcel, given to unpack: (seconds waited, CPU seconds unpacking)."""
+        w = self.w
+        waited = unpacking = 0.0
+        for _ in range(self.n - 1):
+            t = time.monotonic()
+            try:
+                _, items = self.inboxes[w].get(timeout=PEER_TIMEOUT_S)
+            except Empty:
+                raise WorkerFailed(f"worker {w}: no word from a peer for {PEER_TIMEOUT_S:g}s") from None
+            waited += time.monotonic() - t
+            u = time.process_time()
+            unpack(items)
+            unpacking += time.process_time() - u
+        return waited, unpacking
+
     def recorded(self, _) -> object:
         """The part of the liveness graph this worker recorded (a GraphPart, pickled)."""
         return self.graph
@@ -213,29 +248,13 @@ class _Worker:
         worker's memory at three million states."""
         return [], array("Q"), bytearray(), {}
 
-    def _owner(self, state, known) -> int:
-        """transport.owner_key of a successor: of its controller alone where the symmetry has
-        no pool (canonical(state).controller is then a function of the controller), so kept
-        per controller serial number; the core yields a state as its known only."""
-        if self.model.pooled or known is None:
-            return transport.owner_key(self.model, state)
-        serial = known[0]
-        got = self.owners.get(serial)
-        if got is None:
-            if state is None:
-                assert self.attached is not None  # only the core yields no State
-                state = self.attached.misses.state(known[: self.codec.size])
-            got = self.owners[serial] = transport.owner_key(self.model, state)
-        return got
-
-    def _send(self, peer: int, parcel: tuple, fp: int, key: bytes, state, bad, known) -> None:
+    def _send(self, peer: int, parcel: tuple, fp: int, key: bytes, state, bad) -> None:
         components, fps, keys, broken = parcel
         sent = self.sent[peer]
         if bad:
             broken[len(fps) // self.codec.width] = bad
         fps.append(fp)
-        comps = self.model.fast._interned(state)[0] if state is not None else self.codec.components_of(known)
-        for cfp, kind, comp in transport.shipped(self.model, comps):
+        for cfp, kind, comp in transport.shipped(self.model, state):
             if cfp not in sent:
                 sent.add(cfp)
                 components.append((kind, comp))

@@ -123,12 +123,12 @@ def pack(model, rows) -> bytes:
     fingerprints, and each component goes once into the blob's table as (fingerprint,
     kind, plain tuple). (A cache of the plain tuples across blobs doubled what a worker
     holds for each component it ever shipped.)"""
-    shipped, interned = partial(transport.shipped, model), model.fast._interned
+    shipped = partial(transport.shipped, model)
     table: dict = {}
     out = []
     for row in rows:
         cfps = []
-        for cfp, kind, x in shipped(interned(row[-1])[0]):
+        for cfp, kind, x in shipped(row[-1]):
             if cfp not in table:
                 table[cfp] = (cfp, kind, as_tuple(x))
             cfps.append(cfp)

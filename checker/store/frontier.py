@@ -19,7 +19,6 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from collections.abc import Iterator
-from typing import Any
 
 from kafkamc.checker.store.visited import FingerprintMap
 from kafkamc.spec.state import State
@@ -120,10 +119,6 @@ class Codec:
             return [self.components.xor(numbers), *numbers]
         return [known[-1], *known[: self.size]]
 
-    def components_of(self, known) -> list:
-        """The interned components a known (serial numbers first) names."""
-        return list(map(self.objects.__getitem__, known[: self.size]))
-
     def state(self, record) -> tuple:
         """(state, known) of a record. Its serial numbers are replaced by the int objects the
         intern table holds: the caches key on them, and an int read out of an array is a new
@@ -176,14 +171,11 @@ class Kept:
     keys in one buffer (a level's keys all have one length), their components' serial numbers
     (4 bytes each), and the state invariants the few that break one break. A dict from
     fingerprint to (key, invariant, slot) cost about 200 bytes a state, held for the widest level.
-    A state goes in and out as a Codec record (fingerprint, serial numbers). Given the native
-    core's module, the index is its FpMap and the key order its key_order: the same table and
-    the same order, in Rust."""
+    A state goes in and out as a Codec record (fingerprint, serial numbers)."""
 
-    def __init__(self, width: int, native=None):
+    def __init__(self, width: int):
         self.size = width - 1  # serial numbers per state
-        self.native = native
-        self.index: Any = FingerprintMap() if native is None else native.FpMap()  # dropped once the level is kept
+        self.index: FingerprintMap | None = FingerprintMap()  # dropped once the level is kept
         self.fps = array("Q")
         self.keys = bytearray()
         self.length = 0  # of every key
@@ -222,9 +214,5 @@ class Kept:
     def in_key_order(self) -> Iterator[tuple[bytes, list]]:
         """(key, record) of every state kept, smallest key first."""
         size, serials, fps = self.size, self.serials, self.fps
-        if self.native is not None:
-            order: Any = self.native.key_order(bytes(self.keys), self.length)
-        else:
-            order = sorted(range(len(fps)), key=self.key)
-        for i in order:
+        for i in sorted(range(len(fps)), key=self.key):
             yield self.key(i), [fps[i], *serials[i * size : (i + 1) * size]]

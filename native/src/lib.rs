@@ -3,6 +3,7 @@
 //! The logic lives in plain Rust modules that `cargo test` runs without Python; the
 //! `python` feature (on in pyproject.toml's build) adds thin PyO3 wrappers and the module.
 
+pub mod part;
 pub mod tables;
 pub mod verdicts;
 pub mod visited;
@@ -38,8 +39,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(_panic, m)?)?;
     m.add_class::<visited::PyFpSet>()?;
-    m.add_class::<visited::PyFpMap>()?;
-    m.add_function(wrap_pyfunction!(visited::py_key_order, m)?)?;
     m.add_class::<search::Core>()?;
     Ok(())
 }

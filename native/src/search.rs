@@ -4,15 +4,18 @@
 //! port of checker/cache/fast.py FastSuccessors.transitions for the screened breadth-first search,
 //! and must give the same transitions in the same order.
 
+use crate::part::Part;
 use crate::tables::{Arena, Attributes, KW, Key, Map, Outs, StepCache};
 use crate::verdicts::{QuietVerdicts, Verdicts};
 use crate::visited::FpSet;
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyBytes, PyList};
 use std::collections::VecDeque;
 
 mod advance;
 mod misses;
+mod route;
 mod trip;
 
 /// One candidate of a broker: its action (Python's table), action type, step cache and the
@@ -103,6 +106,12 @@ pub struct Core {
     model: Py<PyAny>,
     /// The model's list of components interned since the core last read it.
     pending: Py<PyList>,
+    /// Per serial number, the component's own fingerprint, and back (a part ships states
+    /// as their components' fingerprints).
+    comp_fp: Vec<u64>,
+    by_fp: Map<u64, u32>,
+    /// A --workers part's levels and parcels (src/part.rs), once `part()` made it one.
+    part: Option<Part>,
 }
 
 const ROOT: u32 = u32::MAX;
@@ -132,32 +141,6 @@ impl Core {
 
     fn g(&self) -> usize {
         self.n + 1
-    }
-
-    fn push(&mut self, node: u32, depth: u32, fp: u64, comps: &[u32]) {
-        self.queue.push_back(node);
-        self.queue.push_back(depth);
-        self.queue.push_back(fp as u32);
-        self.queue.push_back((fp >> 32) as u32);
-        self.queue.extend(comps.iter().copied());
-        if depth > self.max_depth {
-            self.max_depth = depth;
-        }
-    }
-
-    fn add_node(&mut self, parent: u32, index: i64) -> u32 {
-        let node = self.parents.len() as u32;
-        self.parents.push(parent);
-        self.indices.push(index as u16);
-        node
-    }
-
-    fn parts_of(&self, comps: &[u32]) -> Vec<u32> {
-        let mut parts = comps.to_vec();
-        for b in 1..=self.n {
-            parts.push(self.attrs.stalled[comps[b] as usize] as u32);
-        }
-        parts
     }
 }
 
@@ -222,6 +205,9 @@ impl Core {
             quiet_known: QuietVerdicts::new(&quiet_groups, limit),
             model,
             pending,
+            comp_fp: Vec::new(),
+            by_fp: Map::default(),
+            part: None,
         })
     }
 
@@ -353,6 +339,101 @@ impl Core {
             self.cursor = Some(cur);
         }
         out
+    }
+
+    /// Make this core worker `me`'s part of `peers` (keep=False): it keeps its level and
+    /// fills its peers' parcels itself (src/part.rs); Python routes only the states it tests.
+    fn part(&mut self, me: usize, peers: usize) {
+        self.part = Some(Part::new(me, peers, self.n + 3));
+    }
+
+    /// An initial state this part owns (new to its visited set).
+    fn part_add(&mut self, fp: u64, key: &[u8], comps: Vec<u32>) -> PyResult<()> {
+        self.visited.add(fp);
+        self.part_mut()?
+            .mine
+            .offer(fp, key, &comps, 0)
+            .map(|_| ())
+            .map_err(PyRuntimeError::new_err)
+    }
+
+    /// The level kept becomes the frontier (in key order); returns its size.
+    fn start_level(&mut self) -> PyResult<usize> {
+        let part = self.part_mut()?;
+        part.start_level();
+        Ok(part.frontier.len())
+    }
+
+    /// The next state of the frontier, the cursor set on its transitions: (its path key, its
+    /// components); None at the end of the frontier.
+    fn take_part<'py>(
+        &mut self,
+        py: Python<'py>,
+    ) -> PyResult<Option<(Bound<'py, PyBytes>, Vec<u32>)>> {
+        let Some((fp, comps)) = self.part_mut()?.take() else {
+            return Ok(None);
+        };
+        self.begin(py, comps.clone(), fp, 0, 0)?;
+        Ok(Some((PyBytes::new(py, &self.part_mut()?.key), comps)))
+    }
+
+    /// Route a successor Python tested (`bad`: its broken invariant's id in Python's table, 0 none).
+    fn route(
+        &mut self,
+        py: Python<'_>,
+        fp: u64,
+        index: i64,
+        comps: Vec<u32>,
+        bad: u32,
+    ) -> PyResult<()> {
+        self.route_child(py, fp, index, &comps, bad)
+    }
+
+    /// Peer `peer`'s parcel, emptied: (serial numbers of the components to ship with it,
+    /// fingerprints, path keys, (index, bad id) of the broken).
+    #[allow(clippy::type_complexity)]
+    fn parcel<'py>(
+        &mut self,
+        py: Python<'py>,
+        peer: usize,
+    ) -> PyResult<(
+        Vec<u32>,
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+        Vec<(u32, u32)>,
+    )> {
+        let (ship, fps, keys, bad) = self.part_mut()?.take_parcel(peer);
+        Ok((ship, PyBytes::new(py, &fps), PyBytes::new(py, &keys), bad))
+    }
+
+    /// Keep a peer's parcel (as `parcel` gives it; its components interned here first).
+    fn unpack(
+        &mut self,
+        py: Python<'_>,
+        fps: &[u8],
+        keys: &[u8],
+        length: usize,
+        bad: Vec<(u32, u32)>,
+    ) -> PyResult<()> {
+        self.sync(py)?;
+        self.unpack_parcel(fps, keys, length, &bad)
+    }
+
+    /// The level is kept: each of its states joins the visited set (the peers' ones were not
+    /// in it). (Its size, (path key, bad id) of each state that breaks an invariant.)
+    #[allow(clippy::type_complexity)]
+    fn keep_level<'py>(
+        &mut self,
+        py: Python<'py>,
+    ) -> PyResult<(usize, Vec<(Bound<'py, PyBytes>, u32)>)> {
+        let (size, broken) = self.keep_mine()?;
+        Ok((
+            size,
+            broken
+                .into_iter()
+                .map(|(k, b)| (PyBytes::new(py, &k), b))
+                .collect(),
+        ))
     }
 
     fn __len__(&self) -> usize {

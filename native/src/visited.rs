@@ -215,45 +215,10 @@ mod python {
             self.0.nbytes()
         }
     }
-
-    /// `kafkamc._core.FpMap`: fingerprint to a u32, for checker/store/frontier.py's `Kept`.
-    #[pyclass(name = "FpMap", module = "kafkamc._core")]
-    pub struct PyFpMap(super::FpMap);
-
-    #[pymethods]
-    impl PyFpMap {
-        #[new]
-        fn new() -> Self {
-            PyFpMap(super::FpMap::with_capacity(1 << 12))
-        }
-
-        fn get(&self, fp: u64) -> Option<u32> {
-            self.0.get(fp)
-        }
-
-        fn put(&mut self, fp: u64, value: u32) {
-            self.0.put(fp, value)
-        }
-
-        fn __len__(&self) -> usize {
-            self.0.len()
-        }
-
-        #[getter]
-        fn nbytes(&self) -> usize {
-            self.0.nbytes()
-        }
-    }
-
-    /// `kafkamc._core.key_order(keys, length)`: see `key_order`.
-    #[pyfunction(name = "key_order")]
-    pub fn py_key_order(keys: &[u8], length: usize) -> Vec<u32> {
-        super::key_order(keys, length)
-    }
 }
 
 #[cfg(feature = "python")]
-pub use python::{PyFpMap, PyFpSet, py_key_order};
+pub use python::PyFpSet;
 
 #[cfg(test)]
 mod tests {

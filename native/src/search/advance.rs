@@ -92,6 +92,10 @@ impl Core {
                 self.tested = Some((changed, new));
             }
             if !self.keep {
+                if good && self.part.is_some() {
+                    self.route_child(py, fp, cur.index, &new[..w], 0)?; // no Python test: routed here
+                    continue;
+                }
                 let test = if good { 0 } else { changed };
                 return Ok(Some((true, cur.index, fp, test, new[..w].to_vec(), -1)));
             }
@@ -109,5 +113,31 @@ impl Core {
                 node as i64,
             )));
         }
+    }
+
+    pub(super) fn push(&mut self, node: u32, depth: u32, fp: u64, comps: &[u32]) {
+        self.queue.push_back(node);
+        self.queue.push_back(depth);
+        self.queue.push_back(fp as u32);
+        self.queue.push_back((fp >> 32) as u32);
+        self.queue.extend(comps.iter().copied());
+        if depth > self.max_depth {
+            self.max_depth = depth;
+        }
+    }
+
+    pub(super) fn add_node(&mut self, parent: u32, index: i64) -> u32 {
+        let node = self.parents.len() as u32;
+        self.parents.push(parent);
+        self.indices.push(index as u16);
+        node
+    }
+
+    pub(super) fn parts_of(&self, comps: &[u32]) -> Vec<u32> {
+        let mut parts = comps.to_vec();
+        for b in 1..=self.n {
+            parts.push(self.attrs.stalled[comps[b] as usize] as u32);
+        }
+        parts
     }
 }

@@ -1,0 +1,286 @@
+//! A `--workers` part on the core (checker/engines/workers.py): the level this worker keeps, its
+//! own successors and those its peers send, each state under its smallest path key, and the
+//! parcels for its peers. A successor whose verdicts the core knows is routed here and never
+//! crosses into Python; Python routes the others after testing them (`route`).
+
+use crate::visited::{FpMap, key_order};
+
+/// States by fingerprint: each one's path key (one length a level), its components' serial
+/// numbers and the id of the state invariant it breaks (0: none; Python holds the table).
+pub struct Level {
+    pub fps: Vec<u64>,
+    pub keys: Vec<u8>,
+    pub length: usize,
+    pub serials: Vec<u32>,
+    pub bad: Vec<u32>,
+    width: usize,
+    index: FpMap,
+}
+
+impl Level {
+    pub fn new(width: usize) -> Self {
+        Level {
+            fps: Vec::new(),
+            keys: Vec::new(),
+            length: 0,
+            serials: Vec::new(),
+            bad: Vec::new(),
+            width,
+            index: FpMap::with_capacity(1 << 12),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.fps.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fps.is_empty()
+    }
+
+    pub fn key(&self, i: usize) -> &[u8] {
+        &self.keys[i * self.length..(i + 1) * self.length]
+    }
+
+    pub fn comps(&self, i: usize) -> &[u32] {
+        &self.serials[i * self.width..(i + 1) * self.width]
+    }
+
+    /// Keep a state: added if new, written over if held under a larger key; false when it
+    /// was held under a smaller one. A level's keys all have one length.
+    pub fn offer(&mut self, fp: u64, key: &[u8], comps: &[u32], bad: u32) -> Result<bool, String> {
+        if self.fps.is_empty() {
+            self.length = key.len();
+        } else if key.len() != self.length {
+            return Err(format!(
+                "path keys of one level differ in length: {} and {}",
+                key.len(),
+                self.length
+            ));
+        }
+        match self.index.get(fp) {
+            None => {
+                self.index.put(fp, self.fps.len() as u32);
+                self.fps.push(fp);
+                self.keys.extend_from_slice(key);
+                self.serials.extend_from_slice(comps);
+                self.bad.push(bad);
+                Ok(true)
+            }
+            Some(i) if key < self.key(i as usize) => {
+                let i = i as usize;
+                let (l, w) = (self.length, self.width);
+                self.keys[i * l..(i + 1) * l].copy_from_slice(key);
+                self.serials[i * w..(i + 1) * w].copy_from_slice(comps);
+                self.bad[i] = bad;
+                Ok(true)
+            }
+            Some(_) => Ok(false),
+        }
+    }
+
+    pub fn contains(&self, fp: u64) -> bool {
+        self.index.get(fp).is_some()
+    }
+
+    /// Positions, smallest key first.
+    pub fn order(&self) -> Vec<u32> {
+        key_order(&self.keys, self.length)
+    }
+}
+
+/// What one peer is sent at the end of a level: per state its fingerprint then its
+/// components' fingerprints, the path keys end to end, (index, bad id) of the states that
+/// break an invariant, and the components it has not been sent before (serial numbers).
+#[derive(Default)]
+pub struct Parcel {
+    pub fps: Vec<u64>,
+    pub keys: Vec<u8>,
+    pub bad: Vec<(u32, u32)>,
+    pub ship: Vec<u32>,
+    /// Per serial number: shipped to this peer already.
+    sent: Vec<bool>,
+}
+
+impl Parcel {
+    pub fn states(&self, width: usize) -> usize {
+        self.fps.len() / (width + 1)
+    }
+}
+
+/// The routing of one worker's successors, and its levels.
+pub struct Part {
+    pub me: usize,
+    pub peers: usize,
+    width: usize,
+    pub mine: Level,
+    pub frontier: Level,
+    order: Vec<u32>,
+    at: usize,
+    pub out: Vec<Parcel>,
+    /// Per controller serial number: the worker that owns its states (-1: not asked yet).
+    pub owners: Vec<i32>,
+    /// The path key of the state being expanded.
+    pub key: Vec<u8>,
+}
+
+impl Part {
+    pub fn new(me: usize, peers: usize, width: usize) -> Self {
+        Part {
+            me,
+            peers,
+            width,
+            mine: Level::new(width),
+            frontier: Level::new(width),
+            order: Vec::new(),
+            at: 0,
+            out: (0..peers).map(|_| Parcel::default()).collect(),
+            owners: Vec::new(),
+            key: Vec::new(),
+        }
+    }
+
+    pub fn owner(&self, controller: u32) -> Option<usize> {
+        match self.owners.get(controller as usize) {
+            Some(&o) if o >= 0 => Some(o as usize),
+            _ => None,
+        }
+    }
+
+    pub fn set_owner(&mut self, controller: u32, owner: usize) {
+        let c = controller as usize;
+        if self.owners.len() <= c {
+            self.owners.resize(c + 1, -1);
+        }
+        self.owners[c] = owner as i32;
+    }
+
+    /// The key of successor `index` of the state being expanded (2 bytes a step, big-endian:
+    /// checker/store/keys.py index_bytes).
+    pub fn child_key(&self, index: i64) -> Result<Vec<u8>, String> {
+        if !(0..0xFFFF).contains(&index) {
+            return Err(format!(
+                "successor index {index}: path keys store indices in 2 bytes"
+            ));
+        }
+        let mut k = self.key.clone();
+        k.extend_from_slice(&(index as u16).to_be_bytes());
+        Ok(k)
+    }
+
+    /// A successor goes to its owner: kept here (it is new: the visited set said so) or put
+    /// in that peer's parcel with its components' fingerprints (`comp_fp`, by serial).
+    pub fn route(
+        &mut self,
+        owner: usize,
+        fp: u64,
+        key: &[u8],
+        comps: &[u32],
+        bad: u32,
+        comp_fp: &[u64],
+    ) -> Result<(), String> {
+        if owner == self.me {
+            self.mine.offer(fp, key, comps, bad)?;
+            return Ok(());
+        }
+        let p = &mut self.out[owner];
+        if bad != 0 {
+            p.bad.push((p.states(self.width) as u32, bad));
+        }
+        p.fps.push(fp);
+        for &s in comps {
+            let s_ = s as usize;
+            if p.sent.len() <= s_ {
+                p.sent.resize(s_ + 1, false);
+            }
+            if !p.sent[s_] {
+                p.sent[s_] = true;
+                p.ship.push(s);
+            }
+            p.fps.push(comp_fp[s_]);
+        }
+        p.keys.extend_from_slice(key);
+        Ok(())
+    }
+
+    /// Peer `peer`'s parcel, emptied: (components to ship, the fingerprints as bytes, the
+    /// keys, the broken).
+    #[allow(clippy::type_complexity)]
+    pub fn take_parcel(&mut self, peer: usize) -> (Vec<u32>, Vec<u8>, Vec<u8>, Vec<(u32, u32)>) {
+        let p = &mut self.out[peer];
+        let fps = p.fps.iter().flat_map(|f| f.to_le_bytes()).collect();
+        p.fps.clear();
+        (
+            std::mem::take(&mut p.ship),
+            fps,
+            std::mem::take(&mut p.keys),
+            std::mem::take(&mut p.bad),
+        )
+    }
+
+    /// The level just kept becomes the frontier, in key order; a new level starts empty.
+    pub fn start_level(&mut self) {
+        self.frontier = std::mem::replace(&mut self.mine, Level::new(self.width));
+        self.order = self.frontier.order();
+        self.at = 0;
+    }
+
+    /// The next state of the frontier, in key order: (its fingerprint, its components).
+    pub fn take(&mut self) -> Option<(u64, Vec<u32>)> {
+        let i = *self.order.get(self.at)? as usize;
+        self.at += 1;
+        self.key = self.frontier.key(i).to_vec();
+        Some((self.frontier.fps[i], self.frontier.comps(i).to_vec()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_level_keeps_each_state_under_its_smallest_key() {
+        let mut l = Level::new(2);
+        assert_eq!(l.offer(7, b"\x00\x02", &[1, 2], 0), Ok(true));
+        assert_eq!(l.offer(9, b"\x00\x01", &[3, 4], 0), Ok(true));
+        assert_eq!(
+            l.offer(7, b"\x00\x03", &[5, 6], 1),
+            Ok(false),
+            "a larger key"
+        );
+        assert_eq!(
+            l.offer(7, b"\x00\x00", &[5, 6], 1),
+            Ok(true),
+            "a smaller one"
+        );
+        assert_eq!(
+            (l.len(), l.key(0), l.comps(0), l.bad[0]),
+            (2, &b"\x00\x00"[..], &[5, 6][..], 1)
+        );
+        assert_eq!(l.order(), [0, 1]);
+        assert!(l.offer(8, b"\x00", &[1, 1], 0).is_err());
+    }
+
+    #[test]
+    fn a_parcel_ships_each_component_once_and_notes_the_broken() {
+        let mut p = Part::new(0, 2, 2);
+        let fps = [100, 101, 102, 103];
+        p.key = vec![0, 1];
+        let k = p.child_key(3).unwrap();
+        assert_eq!(k, [0, 1, 0, 3]);
+        p.route(1, 55, &k, &[1, 2], 0, &fps).unwrap();
+        p.route(1, 56, &k, &[1, 3], 4, &fps).unwrap();
+        p.route(0, 57, &k, &[0, 3], 0, &fps).unwrap();
+        let out = &p.out[1];
+        assert_eq!(out.fps, [55, 101, 102, 56, 101, 103]);
+        assert_eq!(out.ship, [1, 2, 3]);
+        assert_eq!(out.bad, [(1, 4)]);
+        assert_eq!(out.states(2), 2);
+        assert_eq!(p.mine.len(), 1);
+        p.start_level();
+        assert_eq!(p.take(), Some((57, vec![0, 3])));
+        assert_eq!(p.key, [0, 1, 0, 3]);
+        assert_eq!(p.take(), None);
+        assert!(p.child_key(0xFFFF).is_err());
+    }
+}
