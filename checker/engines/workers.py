@@ -165,7 +165,7 @@ class _Worker:
                 length = len(keys) * self.codec.width // len(fps) if fps else 0  # one level: one key length
                 self.inboxes[peer].put((w, (components, fps, bytes(keys), length, broken)))
         packed = time.process_time()
-        waited, unpacking = self._receive(partial(self._unpack, mine=mine))
+        received = self._receive(partial(self._unpack, mine=mine))
         new, state_bad = len(mine), None
         for fp in mine.fps:
             visited.add(fp)  # those from peers; the rest are in already
@@ -173,6 +173,13 @@ class _Worker:
             state_bad = smaller(state_bad, (mine.key(i), bad))
         mine.index = None
         self.kept = mine
+        return self._report(found, new, state_bad, (clock, expanded, packed), received)
+
+    def _report(self, found, new: int, state_bad, clocks: tuple, received: tuple) -> dict:
+        """What a level sends the coordinator; clocks: process time at its start, after the
+        expansion and after the packing; received: _receive's (waited, unpacking)."""
+        clock, expanded, packed = clocks
+        waited, unpacking = received
         now = time.process_time()
         times = {"expand": expanded - clock, "pack": packed - expanded, "unpack": unpacking, "wait": waited}
         times["keep"] = now - packed - unpacking
@@ -180,7 +187,7 @@ class _Worker:
             "found": found,
             "new": new,
             "state_bad": state_bad,
-            "visited_bytes": visited.nbytes,
+            "visited_bytes": self.visited.nbytes,
             "peak_rss": peak_rss(),
             "cpu": now - clock,
             "times": times,
@@ -204,20 +211,9 @@ class _Worker:
             if peer != w:
                 self.inboxes[peer].put((w, part.parcel(peer)))
         packed = time.process_time()
-        waited, unpacking = self._receive(part.unpack)
+        received = self._receive(part.unpack)
         new, state_bad = part.keep()
-        now = time.process_time()
-        times = {"expand": expanded - clock, "pack": packed - expanded, "unpack": unpacking, "wait": waited}
-        times["keep"] = now - packed - unpacking
-        return {
-            "found": found,
-            "new": new,
-            "state_bad": state_bad,
-            "visited_bytes": self.visited.nbytes,
-            "peak_rss": peak_rss(),
-            "cpu": now - clock,
-            "times": times,
-        }
+        return self._report(found, new, state_bad, (clock, expanded, packed), received)
 
     def _receive(self, unpack) -> tuple:
         """Each peer's parcel, given to unpack: (seconds waited, CPU seconds unpacking)."""
