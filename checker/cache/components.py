@@ -84,6 +84,10 @@ class Components:
                 listener(number, obj, tag)
         return known
 
+    def tag_of(self, serial: int) -> int:
+        """The kind of the component with this serial number (a position of its kind has its mix)."""
+        return next(self.tags[p] for p, at in enumerate(self.at) if at[serial])
+
     def xor(self, numbers) -> int:
         """A state's fingerprint from its components' serial numbers, in position order."""
         return reduce(xor, map(list.__getitem__, self.at, numbers))

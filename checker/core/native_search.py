@@ -265,8 +265,7 @@ class Attached:
         self.components = components = fast.components
         pending = self.misses.pending
         for serial, obj in enumerate(components.by_serial):  # interned before the core existed
-            tag = next(components.tags[p] for p, at in enumerate(components.at) if at[serial])
-            pending.append(described(serial, obj, tag, components.fp[id(obj)]))
+            pending.append(described(serial, obj, components.tag_of(serial), components.fp[id(obj)]))
         fps = components.fp
         self.listener = lambda serial, obj, tag: pending.append(described(serial, obj, tag, fps[id(obj)]))
         components.listeners.append(self.listener)

@@ -30,9 +30,7 @@ class CorePart:
         self.core.part(w, n)
         attached.misses.owner_of = lambda state: transport.owner_key(model, state) % n
         self.bads: list = [None]  # id -> the state invariant a state breaks
-        components = model.fast.components
-        self.by_serial, self.tags = components.by_serial, components.tags
-        self.at = components.at
+        self.components = model.fast.components
 
     def start(self, entries: list, numbers) -> int:
         """The initial states this worker owns: (fp, key, state), already deduplicated."""
@@ -96,13 +94,11 @@ class CorePart:
         fingerprints then their components' (8 bytes each, little-endian), the path keys end
         to end, their length, {index: broken invariant})."""
         ship, fps, keys, broken = self.core.parcel(peer)
-        components = [(self._tag(s), self.by_serial[s]) for s in ship]
-        states = len(fps) // (8 * (len(self.tags) + 1))
+        c = self.components
+        components = [(c.tag_of(s), c.by_serial[s]) for s in ship]
+        states = len(fps) // (8 * (len(c.tags) + 1))
         length = len(keys) // states if states else 0
         return components, fps, keys, length, {i: self.bads[b] for i, b in broken}
-
-    def _tag(self, serial: int) -> int:
-        return next(self.tags[p] for p, at in enumerate(self.at) if at[serial])
 
     def unpack(self, items: tuple) -> None:
         """Keep what a peer sent (parcel's tuple)."""

@@ -120,8 +120,9 @@ pub struct Part {
     pub out: Vec<Parcel>,
     /// Per controller serial number: the worker that owns its states (-1: not asked yet).
     pub owners: Vec<i32>,
-    /// The path key of the state being expanded.
+    /// The path key of the state being expanded, and of the successor being routed.
     pub key: Vec<u8>,
+    child: Vec<u8>,
 }
 
 impl Part {
@@ -137,6 +138,7 @@ impl Part {
             out: (0..peers).map(|_| Parcel::default()).collect(),
             owners: Vec::new(),
             key: Vec::new(),
+            child: Vec::new(),
         }
     }
 
@@ -155,30 +157,34 @@ impl Part {
         self.owners[c] = owner as i32;
     }
 
-    /// The key of successor `index` of the state being expanded (2 bytes a step, big-endian:
-    /// checker/store/keys.py index_bytes).
-    pub fn child_key(&self, index: i64) -> Result<Vec<u8>, String> {
+    /// Put the key of successor `index` of the state being expanded in `child` (2 bytes a
+    /// step, big-endian: checker/store/keys.py index_bytes); one buffer, refilled per state.
+    fn child_key(&mut self, index: i64) -> Result<(), String> {
         if !(0..0xFFFF).contains(&index) {
             return Err(format!(
                 "successor index {index}: path keys store indices in 2 bytes"
             ));
         }
-        let mut k = self.key.clone();
-        k.extend_from_slice(&(index as u16).to_be_bytes());
-        Ok(k)
+        self.child.clear();
+        self.child.extend_from_slice(&self.key);
+        self.child.extend_from_slice(&(index as u16).to_be_bytes());
+        Ok(())
     }
 
-    /// A successor goes to its owner: kept here (it is new: the visited set said so) or put
-    /// in that peer's parcel with its components' fingerprints (`comp_fp`, by serial).
+    /// Successor `index` of the state being expanded goes to its owner: kept here (it is new:
+    /// the visited set said so) or put in that peer's parcel with its components'
+    /// fingerprints (`comp_fp`, by serial).
     pub fn route(
         &mut self,
         owner: usize,
         fp: u64,
-        key: &[u8],
+        index: i64,
         comps: &[u32],
         bad: u32,
         comp_fp: &[u64],
     ) -> Result<(), String> {
+        self.child_key(index)?;
+        let key = &self.child;
         if owner == self.me {
             self.mine.offer(fp, key, comps, bad)?;
             return Ok(());
@@ -266,11 +272,12 @@ mod tests {
         let mut p = Part::new(0, 2, 2);
         let fps = [100, 101, 102, 103];
         p.key = vec![0, 1];
-        let k = p.child_key(3).unwrap();
+        p.route(1, 55, 3, &[1, 2], 0, &fps).unwrap();
+        p.route(1, 56, 3, &[1, 3], 4, &fps).unwrap();
+        p.route(0, 57, 3, &[0, 3], 0, &fps).unwrap();
+        let k = p.mine.key(0).to_vec();
         assert_eq!(k, [0, 1, 0, 3]);
-        p.route(1, 55, &k, &[1, 2], 0, &fps).unwrap();
-        p.route(1, 56, &k, &[1, 3], 4, &fps).unwrap();
-        p.route(0, 57, &k, &[0, 3], 0, &fps).unwrap();
+        assert_eq!(p.out[1].keys, [0, 1, 0, 3, 0, 1, 0, 3]);
         let out = &p.out[1];
         assert_eq!(out.fps, [55, 101, 102, 56, 101, 103]);
         assert_eq!(out.ship, [1, 2, 3]);
@@ -281,6 +288,6 @@ mod tests {
         assert_eq!(p.take(), Some((57, vec![0, 3])));
         assert_eq!(p.key, [0, 1, 0, 3]);
         assert_eq!(p.take(), None);
-        assert!(p.child_key(0xFFFF).is_err());
+        assert!(p.route(0, 58, 0xFFFF, &[0, 3], 0, &fps).is_err());
     }
 }

@@ -34,9 +34,7 @@ impl Core {
         };
         let comp_fp = std::mem::take(&mut self.comp_fp);
         let part = self.part.as_mut().expect("part checked above");
-        let done = part
-            .child_key(index)
-            .and_then(|key| part.route(owner, fp, &key, comps, bad, &comp_fp));
+        let done = part.route(owner, fp, index, comps, bad, &comp_fp);
         self.comp_fp = comp_fp;
         done.map_err(PyRuntimeError::new_err)
     }
