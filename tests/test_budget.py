@@ -74,9 +74,10 @@ def test_a_tiny_budget_finds_the_same_states(settings, pinned):
     full = explore(FastModel(cfg), InvariantSuite(cfg))
     tiny = FastModel(cfg, cache_entries=entries_for(0))
     small = explore(tiny, InvariantSuite(cfg))
-    # At least 4 sweeps (4,774 states: 4; the core keeps a Fetch's whole outcome itself and
-    # asks Python's caches for its halves only, so fewer entries reach them than before).
-    assert tiny.fast.budget.sweeps >= 4 and tiny.fast.budget.emptied > 0
+    # At least 2 sweeps (4,774 states: 2, 9,291: 5): the core keeps a Fetch's whole outcome
+    # itself, asks Python's caches for its halves only, and holds eight times Python's entries
+    # (checker/cache/budget.py PY_SHARE), so fewer entries reach them than before.
+    assert tiny.fast.budget.sweeps >= 2 and tiny.fast.budget.emptied > 0
     assert (small.verdict, small.distinct_states, small.depth) == (full.verdict, full.distinct_states, full.depth)
     assert full.distinct_states == pinned  # tests/test_pinned.py
     two = explore_workers(FastModel(cfg, cache_entries=entries_for(0)), InvariantSuite(cfg), 2)

@@ -89,12 +89,17 @@ def test_the_core_stops_where_the_python_engine_stops_at_a_limit_and_a_target():
 
 
 def test_a_core_over_its_budget_empties_its_caches_and_finds_the_same():
-    """The core's outcomes are bounded by the step caches' budget: past it, between two states,
-    it empties its step and candidate caches and refills them from the Python ones."""
+    """The core's outcomes are bounded by its share of the caches' budget: past it, between
+    two states, it empties its step and candidate caches and refills them from the Python ones."""
     cfg = Config(rf=3, minisr=2, max_records=1)
     python = explore(FastModel(cfg, cache_entries=1024), InvariantSuite(cfg), engine="python")
-    core = explore(FastModel(cfg, cache_entries=1024), InvariantSuite(cfg))
+    model = FastModel(cfg, cache_entries=1024)
+    core = explore(model, InvariantSuite(cfg))
     _same(python, core)
+    # The core got three quarters of 1,024 entries at 700 bytes, in outcomes of 66 bytes; Python
+    # kept the floor of 1,024 entries.
+    assert (model.fast.budget.core_limit, model.fast.budget.limit) == (8145, 1024)
+    assert model.fast.budget.core_forgets > 0
 
 
 def test_searches_the_core_does_not_serve_run_on_the_python_engine_and_say_why():

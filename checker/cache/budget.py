@@ -25,6 +25,14 @@ from itertools import islice
 ENTRY_BYTES = 700
 DEFAULT_MIB = 512  # per process: the default check's step caches fit whole (620,615 entries)
 LOW = 20  # a cache hitting on fewer than 1 lookup in LOW is not worth its entries
+# With the native core attached, the core keeps the outcomes, candidates and observations
+# itself, at a few dozen bytes each, and the Python caches only refill it after it empties
+# its own (and serve the candidates' misses). So Python keeps PY_SHARE of the entries and the
+# core the rest of the budget at CORE_BYTES an outcome: 8 times the Python budget's entries.
+# At 8 million states of --max-fences 1 that took the peak RSS of the even split (1,420 against
+# 1,430 MiB) and 21% less time (docs/PERFORMANCE.md, round seven).
+PY_SHARE = 0.25
+CORE_BYTES = 66
 
 
 def entries_for(mib: float) -> int:
@@ -43,6 +51,19 @@ class CacheBudget:
         self.members: list = []
         self.sweeps = 0
         self.emptied = 0  # caches emptied for few hits, over all sweeps
+        self.core_limit: int | None = None  # share_with_core
+        self.core_forgets = 0  # times a core emptied its caches, past its share
+
+    def share_with_core(self) -> int:
+        """The native core's limit in outcomes (native/src/search.rs Core `limit`), once:
+        this budget keeps PY_SHARE of its entries, and every core attached to it shares the rest."""
+        if self.core_limit is None:
+            total = self.limit
+            self.limit = max(1024, int(total * PY_SHARE))
+            self.dict_limit = max(1024, self.limit // 4)
+            self.next_sweep = max(1024, self.limit // 4)
+            self.core_limit = int(total * (1 - PY_SHARE) * ENTRY_BYTES / CORE_BYTES)
+        return self.core_limit
 
     def join(self, cache) -> None:
         self.members.append(cache)

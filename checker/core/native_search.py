@@ -256,8 +256,8 @@ class Attached:
         fast = model.fast
         self.kinds = {t: i for i, t in enumerate(model.action_types())}
         self.misses = Misses(model, quiet, self.kinds)
-        # The core's outcomes bounded as the Python step caches are (checker/cache/budget.py).
-        limit = fast.budget.limit
+        # The core's share of the caches' budget (checker/cache/budget.py).
+        limit = fast.budget.share_with_core()
         # groups: the suite's state_groups; the core remembers each group's verdicts.
         self.core = core_module.Core(
             self.misses, fast.n, len(self.kinds), _leader_only(quiet), groups, _quiet_groups(quiet), keep, limit
@@ -283,6 +283,7 @@ class Attached:
     def close(self) -> None:
         self.components.listeners.remove(self.listener)
         core, counts = self.core, self.misses.fast.core_counts
+        self.misses.fast.budget.core_forgets += core.forgets
         looked, missed = (*core.lookups, *core.halves), (*core.misses, *core.halves_missed)
         asked, quiet = core.verdict_stats(), core.quiet_stats()
         names = ("candidates", "steps", "observe", "send", "handle", "receive", "verdicts", "quiet")

@@ -81,6 +81,9 @@ pub struct Core {
     leader_only: bool,
     keep: bool,
     limit: usize,
+    /// Times the outcomes passed `limit` and the caches pointing into them were emptied.
+    #[pyo3(get)]
+    forgets: u64,
     #[pyo3(get)]
     fired: Vec<u64>,
     #[pyo3(get)]
@@ -151,7 +154,8 @@ impl Core {
     /// keep=False: a --workers part, which keeps neither parent pointers nor a queue (the
     /// worker keeps its level by path keys): a new state is only added to the visited set.
     /// `limit`: outcomes the core may hold before it empties its step and candidate caches
-    /// (they refill from the Python caches, which --cache-mib bounds).
+    /// (they refill from the Python caches), and observations (its share of --cache-mib:
+    /// checker/cache/budget.py `CacheBudget.share_with_core`).
     /// `groups`: the state invariants' groups of parts, as bitmasks of the components each
     /// reads (invariants/suite.py state_groups), or None to have every new state tested.
     #[new]
@@ -194,6 +198,7 @@ impl Core {
             leader_only,
             keep,
             limit,
+            forgets: 0,
             fired: vec![0; kinds],
             max_depth: 0,
             lookups: (0, 0, 0),
@@ -269,6 +274,10 @@ impl Core {
         self.tested = None;
         if self.arena.outs.len() > self.limit {
             self.forget(); // between two states: no cursor holds an index into the arena
+            self.forgets += 1;
+        }
+        if self.observe.len() > self.limit {
+            self.observe.clear(); // bounded as the outcomes are: a long run's observations never stop coming
         }
         let (same, _) = self.observed(py, &comps)?;
         let mut touch: u32 = 1 | 1 << self.g();
@@ -472,10 +481,11 @@ impl Core {
         self.quiet_known.stats()
     }
 
-    /// Entries in the step caches, the candidates' and the observations'.
-    fn entries(&self) -> (usize, usize, usize) {
+    /// Entries in the step caches, the candidates' and the observations', and the outcomes
+    /// they point to.
+    fn entries(&self) -> (usize, usize, usize, usize) {
         let steps = self.steps.iter().map(|s| s.entries()).sum();
         let cands = self.cand_caches.iter().map(|c| c.len()).sum();
-        (steps, cands, self.observe.len())
+        (steps, cands, self.observe.len(), self.arena.outs.len())
     }
 }
