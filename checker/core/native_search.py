@@ -257,10 +257,10 @@ class Attached:
         self.kinds = {t: i for i, t in enumerate(model.action_types())}
         self.misses = Misses(model, quiet, self.kinds)
         # The core's share of the caches' budget (checker/cache/budget.py).
-        limit = fast.budget.share_with_core()
+        limit, known = fast.budget.share_with_core()
         # groups: the suite's state_groups; the core remembers each group's verdicts.
         self.core = core_module.Core(
-            self.misses, fast.n, len(self.kinds), _leader_only(quiet), groups, _quiet_groups(quiet), keep, limit
+            self.misses, fast.n, len(self.kinds), _leader_only(quiet), groups, _quiet_groups(quiet), keep, limit, known
         )
         self.components = components = fast.components
         pending = self.misses.pending

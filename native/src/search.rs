@@ -81,6 +81,8 @@ pub struct Core {
     leader_only: bool,
     keep: bool,
     limit: usize,
+    /// Projections the invariants' and the quiet test's verdicts may each hold.
+    known: usize,
     /// Times the outcomes passed `limit` and the caches pointing into them were emptied.
     #[pyo3(get)]
     forgets: u64,
@@ -155,12 +157,13 @@ impl Core {
     /// worker keeps its level by path keys): a new state is only added to the visited set.
     /// `limit`: outcomes the core may hold before it empties its step and candidate caches
     /// (they refill from the Python caches), and observations (its share of --cache-mib:
-    /// checker/cache/budget.py `CacheBudget.share_with_core`).
+    /// checker/cache/budget.py `CacheBudget.share_with_core`); `known`: the verdicts' projections
+    /// held before they are forgotten.
     /// `groups`: the state invariants' groups of parts, as bitmasks of the components each
     /// reads (invariants/suite.py state_groups), or None to have every new state tested.
     #[new]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (model, n, kinds, leader_only, groups, quiet_groups, keep=true, limit=usize::MAX))]
+    #[pyo3(signature = (model, n, kinds, leader_only, groups, quiet_groups, keep=true, limit=usize::MAX, known=usize::MAX))]
     fn new(
         py: Python<'_>,
         model: Py<PyAny>,
@@ -171,6 +174,7 @@ impl Core {
         quiet_groups: (Vec<u32>, Vec<u32>),
         keep: bool,
         limit: usize,
+        known: usize,
     ) -> PyResult<Self> {
         let pending = model
             .getattr(py, "pending")?
@@ -198,6 +202,7 @@ impl Core {
             leader_only,
             keep,
             limit,
+            known,
             forgets: 0,
             fired: vec![0; kinds],
             max_depth: 0,
@@ -205,9 +210,9 @@ impl Core {
             misses: (0, 0, 0),
             halves: (0, 0, 0),
             halves_missed: (0, 0, 0),
-            verdicts: groups.map(|g| Verdicts::new(&g, limit)),
+            verdicts: groups.map(|g| Verdicts::new(&g, known)),
             tested: None,
-            quiet_known: QuietVerdicts::new(&quiet_groups, limit),
+            quiet_known: QuietVerdicts::new(&quiet_groups, known),
             model,
             pending,
             comp_fp: Vec::new(),
@@ -221,7 +226,7 @@ impl Core {
     fn new_quiet(&mut self, leader_only: bool, groups: (Vec<u32>, Vec<u32>)) {
         self.quiet_gen += 1;
         self.leader_only = leader_only;
-        self.quiet_known = QuietVerdicts::new(&groups, self.limit);
+        self.quiet_known = QuietVerdicts::new(&groups, self.known);
     }
 
     /// Add a fingerprint to the visited set; a node and a place in the queue if it is new.
