@@ -44,16 +44,19 @@ class CacheBudget:
     """The step caches of one process (members) and the bound on their entries."""
 
     def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.dict_limit = max(1024, limit // 4)  # for each plain dict cache (store)
+        self._bound(limit)
         self.entries = 0  # stored since the last sweep counted them: an upper bound
-        self.next_sweep = max(1024, limit // 4)
         self.members: list = []
         self.sweeps = 0
         self.emptied = 0  # caches emptied for few hits, over all sweeps
         self.core_limit: int | None = None  # share_with_core
         self.core_known = 0
         self.core_forgets = 0  # times a core emptied its caches, past its share
+
+    def _bound(self, limit: int) -> None:
+        self.limit = limit
+        self.dict_limit = max(1024, limit // 4)  # for each plain dict cache (store)
+        self.next_sweep = max(1024, limit // 4)
 
     def share_with_core(self) -> tuple[int, int]:
         """The native core's limits (native/src/search.rs Core `limit` and `known`), set once:
@@ -63,9 +66,7 @@ class CacheBudget:
         5,532 MiB against 5,162, in about the same time)."""
         if self.core_limit is None:
             self.core_known = total = self.limit
-            self.limit = max(1024, int(total * PY_SHARE))
-            self.dict_limit = max(1024, self.limit // 4)
-            self.next_sweep = max(1024, self.limit // 4)
+            self._bound(max(1024, int(total * PY_SHARE)))
             self.core_limit = int(total * (1 - PY_SHARE) * ENTRY_BYTES / CORE_BYTES)
         return self.core_limit, self.core_known
 
