@@ -134,6 +134,7 @@ def run_one(name: str) -> dict:
         return run_tlc(inputs_from(os.environ)) | {"run": name}
     levels: list = []  # Spark's progress reports: the last one has the shuffle's totals
     caches = None  # one process: each cache's lookups, misses and hit rate
+    tables: dict = {}  # one process on the core: its tables' MiB claimed
     start, cpu = time.monotonic(), cpu_time()
     if engine in ("local", "python"):  # one process: the native core where built, or the Python engine
         from kafkamc.checker.cache.budget import cache_stats
@@ -144,6 +145,7 @@ def run_one(name: str) -> dict:
         model = FastModel(cfg)
         result = explore(model, InvariantSuite(cfg), engine="auto" if engine == "local" else "python")
         caches = cache_stats(model.fast)
+        tables = _mib(model.fast.budget.core_tables)
     elif engine == "simulate":
         from kafkamc.checker.cache.fast import FastModel
         from kafkamc.checker.simulation.run import simulate
@@ -214,7 +216,13 @@ def run_one(name: str) -> dict:
         "collision_probability": float(f"{result.collision_probability:.1e}"),
         **({} if engine != "simulate" else _walk_rates(result, elapsed)),
         **({} if caches is None else {"caches": caches}),
+        **({"core_tables_mib": tables} if tables else {}),
     }
+
+
+def _mib(tables: dict) -> dict:
+    """The core's tables in MiB claimed, as it closed (native/src/search/memory.rs)."""
+    return {name: round(b / 2**20, 1) for name, b in tables.items()}
 
 
 def _worker_peak(engine: str, result) -> int | None:

@@ -289,6 +289,8 @@ def test_bench_prints_the_table_as_json():
     assert 0 < row["visited_bytes_per_state"] <= 32
     assert row["core"] == ("native" if native.load() is not None else "python")
     assert row["caches"]["BrokerCrash"]["misses"] == 4462  # keyed on every broker before issue 40: 288,090
+    if row["core"] == "native":  # where the core's memory went (native/src/search/memory.rs)
+        assert row["core_tables_mib"]["visited"] == 8.0 and row["core_tables_mib"]["parcels"] == 0
 
 
 def test_bench_unknown_run_is_one_line():

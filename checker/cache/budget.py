@@ -26,13 +26,11 @@ ENTRY_BYTES = 700
 DEFAULT_MIB = 512  # per process: the default check's step caches fit whole (620,615 entries)
 LOW = 20  # a cache hitting on fewer than 1 lookup in LOW is not worth its entries
 # With the native core attached, the core keeps the outcomes, candidates and observations
-# itself, at a few dozen bytes each, and the Python caches only refill it after it empties
-# its own (and serve the candidates' misses). So Python keeps PY_SHARE of the entries and the
-# core the rest of the budget at CORE_BYTES an outcome: 8 times the Python budget's entries.
-# At 8 million states of --max-fences 1 that took the peak RSS of the even split (1,420 against
-# 1,430 MiB) and 21% less time (docs/PERFORMANCE.md, round seven).
+# itself, in a few dozen bytes each where a Python entry costs ENTRY_BYTES, and the Python
+# caches only refill it after it empties its own (and serve the candidates' misses). So Python
+# keeps PY_SHARE of the entries and the core the rest of the budget, in bytes it counts itself
+# (native/src/search/memory.rs): docs/PERFORMANCE.md, rounds seven and eight.
 PY_SHARE = 0.25
-CORE_BYTES = 66
 
 
 def entries_for(mib: float) -> int:
@@ -52,6 +50,7 @@ class CacheBudget:
         self.core_limit: int | None = None  # share_with_core
         self.core_known = 0
         self.core_forgets = 0  # times a core emptied its caches, past its share
+        self.core_tables: dict = {}  # the last core's tables as it closed: name -> bytes claimed
 
     def _bound(self, limit: int) -> None:
         self.limit = limit
@@ -61,13 +60,13 @@ class CacheBudget:
     def share_with_core(self) -> tuple[int, int]:
         """The native core's limits (native/src/search.rs Core `limit` and `known`), set once:
         this budget keeps PY_SHARE of its entries, and every core attached to it shares the
-        rest as outcomes; its verdicts keep the whole budget's count of projections, as before
+        rest, in bytes; its verdicts keep the whole budget's count of projections, as before
         the split (at eight times it, two workers on --max-controlled-shutdowns 1 peaked at
         5,532 MiB against 5,162, in about the same time)."""
         if self.core_limit is None:
             self.core_known = total = self.limit
             self._bound(max(1024, int(total * PY_SHARE)))
-            self.core_limit = int(total * (1 - PY_SHARE) * ENTRY_BYTES / CORE_BYTES)
+            self.core_limit = int(total * (1 - PY_SHARE) * ENTRY_BYTES)
         return self.core_limit, self.core_known
 
     def join(self, cache) -> None:

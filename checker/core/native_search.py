@@ -283,7 +283,9 @@ class Attached:
     def close(self) -> None:
         self.components.listeners.remove(self.listener)
         core, counts = self.core, self.misses.fast.core_counts
-        self.misses.fast.budget.core_forgets += core.forgets
+        budget = self.misses.fast.budget
+        budget.core_forgets += core.forgets
+        budget.core_tables = dict(core.memory())
         looked, missed = (*core.lookups, *core.halves), (*core.misses, *core.halves_missed)
         asked, quiet = core.verdict_stats(), core.quiet_stats()
         names = ("candidates", "steps", "observe", "send", "handle", "receive", "verdicts", "quiet")

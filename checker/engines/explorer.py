@@ -18,7 +18,7 @@ from kafkamc.checker.cache.fast import UNKNOWN, screened
 from kafkamc.checker.core.native_search import core_for, explore_native
 from kafkamc.checker.engines.search import STRATEGIES, Limits, Result, Ticker, take_hits, traces_of, verdict_of
 from kafkamc.checker.store.frontier import queue_for
-from kafkamc.checker.store.memory import peak_rss
+from kafkamc.checker.store.memory import map_large_blocks, peak_rss
 from kafkamc.checker.store.visited import FingerprintSet, Nodes
 
 
@@ -62,6 +62,7 @@ def explore(
     result's `core` says which ran, and why not the core.
     """
     core, note = (None, "") if engine == "python" else core_for(model, checks, strategy, limits, recording)
+    map_large_blocks()
     with cyclic_gc_paused():
         if core is not None:
             result = explore_native(core, model, checks, limits, progress, progress_every, stop_when_reached)

@@ -59,7 +59,7 @@ from kafkamc.checker.engines.level import (
 from kafkamc.checker.engines.search import Limits, Result
 from kafkamc.checker.store.frontier import Codec, Kept
 from kafkamc.checker.store.keys import decode_key
-from kafkamc.checker.store.memory import peak_rss
+from kafkamc.checker.store.memory import map_large_blocks, peak_rss
 from kafkamc.checker.store.visited import FingerprintSet
 
 PEER_TIMEOUT_S = 600.0  # a peer that sends nothing for this long has died
@@ -345,6 +345,7 @@ def explore_workers(
         raise ValueError("explore_workers needs at least 2 workers")
     core, note = (None, "") if engine == "python" else core_for(model, checks, "bfs", limits, recording)
     start = time.monotonic()
+    map_large_blocks()  # before the fork: each worker keeps the setting
     ctx = multiprocessing.get_context("fork")
     inboxes = [ctx.Queue() for _ in range(n)]
     pipes, procs = [], []

@@ -3,6 +3,7 @@
 //! The logic lives in plain Rust modules that `cargo test` runs without Python; the
 //! `python` feature (on in pyproject.toml's build) adds thin PyO3 wrappers and the module.
 
+pub mod bytes;
 pub mod part;
 pub mod tables;
 pub mod verdicts;

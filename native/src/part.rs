@@ -3,6 +3,7 @@
 //! parcels for its peers. A successor whose verdicts the core knows is routed here and never
 //! crosses into Python; Python routes the others after testing them (`route`).
 
+use crate::bytes;
 use crate::visited::{FpMap, key_order};
 
 /// States by fingerprint: each one's path key (one length a level), its components' serial
@@ -79,6 +80,14 @@ impl Level {
         }
     }
 
+    pub fn nbytes(&self) -> usize {
+        bytes::of_vec(&self.fps)
+            + bytes::of_vec(&self.keys)
+            + bytes::of_vec(&self.serials)
+            + bytes::of_vec(&self.bad)
+            + self.index.nbytes()
+    }
+
     pub fn contains(&self, fp: u64) -> bool {
         self.index.get(fp).is_some()
     }
@@ -103,6 +112,14 @@ pub struct Parcel {
 }
 
 impl Parcel {
+    pub fn nbytes(&self) -> usize {
+        bytes::of_vec(&self.fps)
+            + bytes::of_vec(&self.keys)
+            + bytes::of_vec(&self.bad)
+            + bytes::of_vec(&self.ship)
+            + bytes::of_vec(&self.sent)
+    }
+
     pub fn states(&self, width: usize) -> usize {
         self.fps.len() / (width + 1)
     }
@@ -140,6 +157,12 @@ impl Part {
             key: Vec::new(),
             child: Vec::new(),
         }
+    }
+
+    /// (the level kept, the frontier, the parcels) in claimed bytes.
+    pub fn nbytes(&self) -> (usize, usize, usize) {
+        let parcels = self.out.iter().map(Parcel::nbytes).sum();
+        (self.mine.nbytes(), self.frontier.nbytes() + bytes::of_vec(&self.order), parcels)
     }
 
     pub fn owner(&self, controller: u32) -> Option<usize> {
@@ -224,9 +247,11 @@ impl Part {
         )
     }
 
-    /// The level just kept becomes the frontier, in key order; a new level starts empty.
+    /// The level just kept becomes the frontier, in key order; a new level starts empty. The
+    /// frontier is only read in order, so its index goes (about a fifth of its bytes).
     pub fn start_level(&mut self) {
         self.frontier = std::mem::replace(&mut self.mine, Level::new(self.width));
+        self.frontier.index = FpMap::with_capacity(1);
         self.order = self.frontier.order();
         self.at = 0;
     }
@@ -284,7 +309,14 @@ mod tests {
         assert_eq!(out.bad, [(1, 4)]);
         assert_eq!(out.states(2), 2);
         assert_eq!(p.mine.len(), 1);
+        let index = p.mine.index.nbytes();
         p.start_level();
+        assert_eq!(
+            p.nbytes().1,
+            p.frontier.nbytes() + 4,
+            "its order, one position"
+        );
+        assert_eq!(p.frontier.index.nbytes(), 12, "the index is gone: {index} bytes");
         assert_eq!(p.take(), Some((57, vec![0, 3])));
         assert_eq!(p.key, [0, 1, 0, 3]);
         assert_eq!(p.take(), None);

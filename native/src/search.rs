@@ -14,6 +14,7 @@ use pyo3::types::{PyBytes, PyList};
 use std::collections::VecDeque;
 
 mod advance;
+mod memory;
 mod misses;
 mod route;
 mod trip;
@@ -80,7 +81,9 @@ pub struct Core {
     quiet_gen: u32,
     leader_only: bool,
     keep: bool,
+    /// Bytes its caches may claim (src/search/memory.rs `bound`), and states begun.
     limit: usize,
+    begun: u64,
     /// Projections the invariants' and the quiet test's verdicts may each hold.
     known: usize,
     /// Times the outcomes passed `limit` and the caches pointing into them were emptied.
@@ -141,6 +144,7 @@ impl Core {
             c.clear();
         }
         self.cands.clear();
+        self.memo.clear();
         self.arena.clear();
     }
 
@@ -155,9 +159,9 @@ impl Core {
     /// the quiet test reads only what the observation is keyed on.
     /// keep=False: a --workers part, which keeps neither parent pointers nor a queue (the
     /// worker keeps its level by path keys): a new state is only added to the visited set.
-    /// `limit`: outcomes the core may hold before it empties its step and candidate caches
-    /// (they refill from the Python caches), and observations (its share of --cache-mib:
-    /// checker/cache/budget.py `CacheBudget.share_with_core`); `known`: the verdicts' projections
+    /// `limit`: bytes its outcomes, step, candidate and observation caches may claim (its
+    /// share of --cache-mib: checker/cache/budget.py `CacheBudget.share_with_core`); past it
+    /// they are emptied and refill from the Python caches. `known`: the verdicts' projections
     /// held before they are forgotten.
     /// `groups`: the state invariants' groups of parts, as bitmasks of the components each
     /// reads (invariants/suite.py state_groups), or None to have every new state tested.
@@ -202,6 +206,7 @@ impl Core {
             leader_only,
             keep,
             limit,
+            begun: 0,
             known,
             forgets: 0,
             fired: vec![0; kinds],
@@ -277,13 +282,7 @@ impl Core {
     ) -> PyResult<()> {
         self.sync(py)?;
         self.tested = None;
-        if self.arena.outs.len() > self.limit {
-            self.forget(); // between two states: no cursor holds an index into the arena
-            self.forgets += 1;
-        }
-        if self.observe.len() > self.limit {
-            self.observe.clear(); // bounded as the outcomes are: a long run's observations never stop coming
-        }
+        self.bound();
         let (same, _) = self.observed(py, &comps)?;
         let mut touch: u32 = 1 | 1 << self.g();
         for b in 1..=self.n {
@@ -472,6 +471,11 @@ impl Core {
 
     fn nbytes(&self) -> usize {
         self.visited.nbytes() + self.parents.len() * 6
+    }
+
+    /// Its tables' claimed bytes, by name (src/search/memory.rs).
+    fn memory(&self) -> Vec<(&'static str, usize)> {
+        self.tables()
     }
 
     /// The state invariants' verdicts: (lookups, misses, projections held).

@@ -2,6 +2,7 @@
 //! positions, and the per-serial attributes the loop reads. `cargo test` runs their tests
 //! without Python; src/search.rs is the loop that uses them.
 
+use crate::bytes;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
@@ -216,6 +217,19 @@ impl<V> Keyed<V> {
         self.put(parts, positions_of(top), extra, value);
     }
 
+    /// Its claimed bytes, sub-caches included (crate::bytes).
+    pub fn nbytes(&self) -> usize {
+        let subs: usize = self
+            .map
+            .values()
+            .map(|e| match e {
+                Slot::Sub(s) => std::mem::size_of::<Level<V>>() + bytes::of_map(&s.map),
+                Slot::Leaf(_) => 0,
+            })
+            .sum();
+        bytes::of_map(&self.map) + subs
+    }
+
     pub fn entries(&self) -> usize {
         self.map
             .values()
@@ -267,6 +281,18 @@ impl Arena {
 
     pub fn get(&self, o: Outs) -> &[Out] {
         &self.outs[o.0 as usize..(o.0 + o.1) as usize]
+    }
+
+    pub fn nbytes(&self) -> usize {
+        bytes::of_vec(&self.outs) + bytes::of_vec(&self.changes) + bytes::of_vec(&self.maps)
+    }
+
+    /// The bytes its lists fill (a list emptied keeps its capacity, which refills first).
+    pub fn used(&self) -> usize {
+        use std::mem::size_of;
+        self.outs.len() * size_of::<Out>()
+            + self.changes.len() * size_of::<(u8, u32)>()
+            + self.maps.len() * size_of::<(u32, u32)>()
     }
 
     /// Drop every list: the caches that point into it must be emptied with it.

@@ -4,6 +4,7 @@
 //! components touch only groups already seen true on the same components passes its state
 //! test without Python being asked (the search's "once per new state" call is then spared).
 
+use crate::bytes;
 use crate::tables::{Fx, KW};
 use std::collections::HashSet;
 use std::hash::BuildHasherDefault;
@@ -114,6 +115,10 @@ impl Verdicts {
     pub fn entries(&self) -> usize {
         self.len
     }
+
+    pub fn nbytes(&self) -> usize {
+        self.known.iter().map(bytes::of_set).sum()
+    }
 }
 
 /// The quiet test's verdicts per group of its conjuncts (invariants/suite.py quiet_step's
@@ -161,6 +166,10 @@ impl QuietVerdicts {
     }
 
     /// (lookups, misses, projections held).
+    pub fn nbytes(&self) -> usize {
+        self.0.iter().map(Verdicts::nbytes).sum()
+    }
+
     pub fn stats(&self) -> (u64, u64, usize) {
         let [a, b] = &self.0;
         (

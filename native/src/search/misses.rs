@@ -88,6 +88,7 @@ impl Core {
             quiet: false,
             quiet_gen: 0,
         };
+        self.bound_observations();
         self.observe.insert(key, o);
         Ok((key, o))
     }

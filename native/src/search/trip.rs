@@ -26,6 +26,12 @@ pub struct Trip {
     receive: Keyed<Outs>,
 }
 
+impl Trip {
+    pub(super) fn nbytes(&self) -> usize {
+        self.send.nbytes() + self.handle.nbytes() + self.receive.nbytes()
+    }
+}
+
 impl Core {
     /// The outcomes of a RoundTrip on a miss of its step cache (one outcome, or none when
     /// nothing is sent), stored there on the positions its halves were keyed on.

@@ -1,0 +1,67 @@
+//! Where the core's memory goes, table by table, in the bytes each has claimed (crate::bytes):
+//! the check's --stats and the bench report it beside the process's peak resident size.
+
+use super::Core;
+use crate::bytes::{of_map, of_vec};
+
+/// The observations may claim a quarter of the core's bytes; the outcomes and the caches
+/// pointing into them, the rest.
+const OBSERVE_PART: usize = 4;
+/// States begun between two counts of the outcomes' bytes (a count walks every step cache).
+const COUNT_EVERY: u64 = 1 << 14;
+
+impl Core {
+    /// The bytes `limit` bounds, but the observations': the outcomes in use and the caches
+    /// that point into them.
+    fn outcome_bytes(&self) -> usize {
+        let steps: usize = self.steps.iter().map(|s| s.nbytes()).sum();
+        let trips: usize = self.trips.iter().map(|t| t.nbytes()).sum();
+        let cands: usize = self.cand_caches.iter().map(of_map).sum();
+        self.arena.used() + steps + trips + cands + of_map(&self.memo)
+    }
+
+    /// Before an observation is stored: the table is emptied rather than grown past its share
+    /// (it keeps its buckets, which the next ones fill).
+    pub(super) fn bound_observations(&mut self) {
+        let full = self.observe.len() >= self.observe.capacity();
+        if full && 2 * of_map(&self.observe) > self.limit / OBSERVE_PART {
+            self.observe.clear();
+        }
+    }
+
+    /// Keep the outcomes and the caches pointing into them within their share of `limit`,
+    /// between two states (no cursor holds an index into the outcomes then): past it they are
+    /// emptied, and refill from Python's caches.
+    pub(super) fn bound(&mut self) {
+        let observe = self.limit / OBSERVE_PART;
+        self.begun += 1;
+        if self.begun % COUNT_EVERY == 0 && self.outcome_bytes() > self.limit - observe {
+            self.forget();
+            self.forgets += 1;
+        }
+    }
+
+    pub(super) fn tables(&self) -> Vec<(&'static str, usize)> {
+        let (mine, frontier, parcels) = self.part.as_ref().map_or((0, 0, 0), |p| p.nbytes());
+        let steps: usize = self.steps.iter().map(|s| s.nbytes()).sum();
+        let trips: usize = self.trips.iter().map(|t| t.nbytes()).sum();
+        let cands: usize = self.cand_caches.iter().map(of_map).sum::<usize>() + of_vec(&self.cands);
+        let attrs = &self.attrs;
+        let comps = of_vec(&attrs.leader) + of_vec(&attrs.alive) + of_vec(&attrs.stalled);
+        vec![
+            ("visited", self.visited.nbytes()),
+            ("paths", of_vec(&self.parents) + of_vec(&self.indices)),
+            ("queue", self.queue.capacity() * 4),
+            ("level kept", mine),
+            ("frontier", frontier),
+            ("parcels", parcels),
+            ("steps", steps + trips),
+            ("candidates", cands),
+            ("observations", of_map(&self.observe)),
+            ("outcomes", self.arena.nbytes() + of_map(&self.memo)),
+            ("verdicts", self.verdicts.as_ref().map_or(0, |v| v.nbytes())),
+            ("quiet verdicts", self.quiet_known.nbytes()),
+            ("components", comps + of_vec(&self.comp_fp) + of_map(&self.by_fp)),
+        ]
+    }
+}
