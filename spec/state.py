@@ -169,6 +169,13 @@ class Broker:
     def last_epoch(self) -> int:
         return self.cache[-1][0] if self.cache else -1
 
+    @property
+    def applied(self) -> int:
+        """The leader epoch whose metadata it applied, plus one, or 0 while it is down (leader
+        epochs start at 0): one number, so that the fast path keys a step reading only this of
+        a broker (State.applied_epoch) on it, not on the whole broker."""
+        return self.epoch + 1 if self.alive else 0
+
 
 @dataclass(frozen=True, slots=True)
 class Ghost:
@@ -223,6 +230,10 @@ class State(NamedTuple):
         """Whether broker b has not fetched for replica.lag.time.max.ms (all a leader's ISR
         shrink needs to know of the follower)."""
         return self.brokers[b - 1].stalled
+
+    def applied_epoch(self, b: int) -> int:
+        """Broker b's Broker.applied (all a controlled shutdown's end needs to know of it)."""
+        return self.brokers[b - 1].applied
 
     def with_broker(self, b: int, broker: Broker) -> State:
         bs = list(self.brokers)

@@ -8,13 +8,18 @@ from dataclasses import replace as dc_replace
 
 from helpers import play, run_kafkamc
 from kafkamc.checker.cache.fast import FastModel
+from kafkamc.checker.cache.footprint import recorded
 from kafkamc.checker.engines.explorer import explore
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.oracle.search import explore_oracle
 from kafkamc.spec.alter_partition import AlterPartition
 from kafkamc.spec.broker_lifecycle import BrokerRestart
 from kafkamc.spec.config import Config
-from kafkamc.spec.controlled_shutdown import ControlledShutdown, ControlledShutdownComplete
+from kafkamc.spec.controlled_shutdown import (
+    ControlledShutdown,
+    ControlledShutdownComplete,
+    controlled_shutdown_complete,
+)
 from kafkamc.spec.elect_leaders import ElectLeaders
 from kafkamc.spec.fetch import Fetch
 from kafkamc.spec.metadata import MetadataUpdate
@@ -57,6 +62,18 @@ def test_it_stops_only_once_every_active_broker_applied_its_shutdown():
     # ZooKeeper's controller let it go as soon as it led nothing.
     zk = dc_replace(CFG, protocol=Protocol().with_rules(controlled_shutdown="zookeeper"))
     assert enabled(zk, play(zk, ControlledShutdown(1)), ControlledShutdownComplete(1))
+
+
+def test_its_end_reads_only_the_applied_epoch_of_the_other_brokers():
+    """may_stop reads each other replica through State.applied_epoch: the fast path keys the
+    step on those numbers, not on the whole brokers (it missed on 1,975,032 of 1,975,035
+    lookups in 6 million states of --max-controlled-shutdowns 1; now 227,726 of 335,712)."""
+    s = play(CFG, ControlledShutdown(1), MetadataUpdate(2), MetadataUpdate(3))
+    out, reads = recorded(controlled_shutdown_complete, CFG, s, ControlledShutdownComplete(1))
+    n = 3  # the controller 0, broker 1 (it stops), the budget n + 2, applied epochs 2n + 2 + b
+    assert out is not None and sorted(reads) == [0, 1, n + 2, 2 * n + 2 + 2, 2 * n + 2 + 3]
+    assert [s.applied_epoch(b) for b in (1, 2, 3)] == [2, 3, 3]  # epoch 2, plus one
+    assert out.applied_epoch(1) == 0  # stopped
 
 
 def test_a_follower_stops_at_once_or_takes_the_leaders_path():

@@ -13,10 +13,11 @@ states it expands, and checks their symmetry (checker/cache/verify.py).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 
 from kafkamc.checker.cache.budget import DEFAULT_MIB, CacheBudget, entries_for, store
 from kafkamc.checker.cache.components import UNKNOWN, Components, Fresh
+from kafkamc.checker.cache.footprint import flag_parts
 from kafkamc.checker.cache.outcomes import Mapped, Outcomes, StepCache
 from kafkamc.checker.cache.verify import EVERY, FIRST, FastPathError, check_candidates, check_observed, check_symmetry
 from kafkamc.spec import symmetry
@@ -26,7 +27,6 @@ from kafkamc.spec.next import Action
 from kafkamc.spec.state import State
 
 new_tuple = tuple.__new__
-stalled = attrgetter("stalled")
 
 
 class FastSuccessors:
@@ -225,11 +225,7 @@ class FastSuccessors:
         if known is None or verify:
             comps, numbers, state = self._interned(state)
             base = self.components.xor(numbers)
-            parts = [
-                *numbers,
-                *map(stalled, state.brokers),
-                base,
-            ]  # the keys' parts (checker/cache/footprint.py), then base
+            parts = [*numbers, *flag_parts(state.brokers), base]  # the keys' parts, then base
             if known is not None and known != parts:
                 raise FastPathError(f"the fingerprint or keys carried to this state from its parent are wrong: {state}")
         else:
@@ -342,7 +338,8 @@ class FastSuccessors:
                     for i, x, n in changes:
                         child[i] = n
                         if i < G and i:
-                            child[G + 1 + i] = x.stalled  # parts hold broker b's stalled flag at G + 1 + b
+                            # parts hold broker b's stalled flag at G + 1 + b, its applied epoch at 2G + b
+                            child[G + 1 + i], child[2 * G + i] = x.stalled, x.applied
                     child[G] = seen[4]
                     child[-1] = fp
                     yield (

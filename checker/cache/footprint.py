@@ -4,7 +4,8 @@ The fast path (checker/cache/fast.py) caches a step's outcome under the values o
 the state it reads. Those parts are never listed by hand: every time the fast path runs
 a step function (every cache miss), it runs it on a RecordingState, which notes each
 component the function touches: the controller, a broker (or only its `stalled` flag,
-through State.is_stalled), the ghost, the budget. Parts a step replaces count as read.
+through State.is_stalled, or its `applied` epoch, through State.applied_epoch), the ghost,
+the budget. Parts a step replaces count as read.
 
 Why that is sound: a step function is deterministic, so on any state that agrees with
 this one on every part the run read, it takes the same branches, reads the same parts
@@ -14,7 +15,7 @@ that way). A changed guard or effect in spec/ is seen by the next miss, with no 
 to update.
 
 Part positions, the same as the fast path's key parts: 0 the controller, b broker b,
-n+1 the ghost, n+2 the budget, n+2+b only broker b's `stalled` flag.
+n+1 the ghost, n+2 the budget, n+2+b only broker b's `stalled` flag, 2n+2+b only its `applied`.
 
 A step that does the same to every broker (State.map_brokers) is not noted reading them
 when the run records into a Reads: the map is noted instead, with what it made of each
@@ -131,6 +132,10 @@ class RecordingState(State):
         self._reads.add(len(self._bs) + 2 + b)
         return self._bs[b - 1].stalled
 
+    def applied_epoch(self, b: int) -> int:
+        self._reads.add(2 * len(self._bs) + 2 + b)
+        return self._bs[b - 1].applied
+
     def with_broker(self, b: int, broker) -> RecordingState:
         bs: list = list(self._bs)
         bs[b - 1] = broker
@@ -215,6 +220,12 @@ class ObservingState(RecordingState):
         self._reads.add(-b)
         br = self._bs[b - 1]
         return br.alive and br.leader == b
+
+
+def flag_parts(brokers) -> list:
+    """The key parts after the components' serial numbers: each broker's stalled flag, then each
+    one's applied epoch (the positions in the module docstring)."""
+    return [*[b.stalled for b in brokers], *[b.applied for b in brokers]]
 
 
 def recorded(fn, cfg, state: State, *args) -> tuple:

@@ -345,6 +345,7 @@ class Outcomes:
         n, serial = self.n, self.fast.components.serial
         out = [(i, serial[id(x)]) for i, x in changed]
         out += [(n + 2 + i, x.stalled) for i, x in changed if 1 <= i <= n]
+        out += [(2 * n + 2 + i, x.applied) for i, x in changed if 1 <= i <= n]
         return tuple(out)
 
     def observed(self, comps: list) -> tuple:
@@ -366,7 +367,7 @@ class Outcomes:
             if p == G + 1:
                 beyond.add(p)  # the budget
                 continue
-            b = p if p <= n else p - n - 2  # a stalled flag (n + 2 + b) is its broker's
+            b = p if p <= n else p - n - 2 if p <= 2 * n + 2 else p - 2 * n - 2  # a flag is its broker's
             x = comps[b]
             if not (b == leader or b in wide or (x.alive and x.leader == b)):
                 beyond.add(b)

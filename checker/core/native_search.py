@@ -20,6 +20,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from kafkamc.checker.cache.footprint import flag_parts
 from kafkamc.checker.cache.outcomes import Mapped, StepCache, halves
 from kafkamc.checker.core import native
 from kafkamc.checker.engines.search import Limits, Result, Ticker, take_hits, traces_of, verdict_of
@@ -108,7 +109,7 @@ class Misses:
             c = [by[s] for s in key]
             brokers = tuple(c[1 : n + 1])
             state = new_tuple(State, (c[0], brokers, c[n + 1], c[n + 2]))
-            got = self.views[key] = (c, [*key, *[x.stalled for x in brokers], 0], state)
+            got = self.views[key] = (c, [*key, *flag_parts(brokers), 0], state)
         return got
 
     def state(self, serials) -> State:
@@ -227,12 +228,13 @@ class Misses:
 
 def described(serial: int, obj, tag: int, fp: int) -> tuple:
     """What the core reads of a component (controller 0, broker 1): (serial, leader, alive,
-    stalled, its own fingerprint: a --workers part ships states as their components')."""
+    stalled, applied epoch (spec/state.py Broker.applied), its own fingerprint: a --workers
+    part ships states as their components')."""
     if tag == 0:
-        return serial, obj.leader, False, False, fp
+        return serial, obj.leader, False, False, 0, fp
     if tag == 1:
-        return serial, obj.leader, obj.alive, obj.stalled, fp
-    return serial, -1, False, False, fp
+        return serial, obj.leader, obj.alive, obj.stalled, obj.applied, fp
+    return serial, -1, False, False, 0, fp
 
 
 def explore_native(

@@ -20,6 +20,7 @@ from array import array
 from collections import deque
 from collections.abc import Iterator
 
+from kafkamc.checker.cache.footprint import flag_parts
 from kafkamc.checker.store.visited import FingerprintMap
 from kafkamc.spec.state import State
 
@@ -91,7 +92,7 @@ class Codec:
     components' serial numbers; and back, with its `known`.
 
     `known` is what FastSuccessors.transitions yields in a Fresh and takes back: the keys'
-    parts (the components' serial numbers, then each broker's stalled flag) followed by the
+    parts (the components' serial numbers, then footprint.flag_parts) followed by the
     state's own fingerprint. It is rebuilt here in that layout; a state recorded with none
     is given the one transitions() would compute, and verify mode compares the two."""
 
@@ -129,7 +130,7 @@ class Codec:
         G = self.n + 1
         brokers = tuple(comps[1:G])
         state = new_tuple(State, (comps[0], brokers, comps[G], comps[G + 1]))
-        return state, [*numbers, *[b.stalled for b in brokers], fp]
+        return state, [*numbers, *flag_parts(brokers), fp]
 
 
 class CompactQueue:
@@ -154,7 +155,7 @@ class CompactQueue:
         G = codec.n + 1
         brokers = tuple(comps[1:G])
         state = new_tuple(State, (comps[0], brokers, comps[G], comps[G + 1]))
-        return state, node, depth, [*numbers, *[b.stalled for b in brokers], fp]
+        return state, node, depth, [*numbers, *flag_parts(brokers), fp]
 
 
 def queue_for(model, lifo: bool = False):

@@ -304,25 +304,29 @@ impl Arena {
 }
 
 /// What the loop reads of a component, by serial number: a broker's (or the controller's)
-/// leader, whether a broker is alive and stalled.
+/// leader, whether a broker is alive and stalled, and its applied epoch (spec/state.py
+/// Broker.applied), the last two a key part each.
 #[derive(Default)]
 pub struct Attributes {
     pub leader: Vec<i32>,
     pub alive: Vec<bool>,
     pub stalled: Vec<bool>,
+    pub applied: Vec<u32>,
 }
 
 impl Attributes {
-    pub fn set(&mut self, serial: u32, leader: i32, alive: bool, stalled: bool) {
+    pub fn set(&mut self, serial: u32, leader: i32, alive: bool, stalled: bool, applied: u32) {
         let s = serial as usize;
         if self.leader.len() <= s {
             self.leader.resize(s + 1, -1);
             self.alive.resize(s + 1, false);
             self.stalled.resize(s + 1, false);
+            self.applied.resize(s + 1, 0);
         }
         self.leader[s] = leader;
         self.alive[s] = alive;
         self.stalled[s] = stalled;
+        self.applied[s] = applied;
     }
 
     /// Broker component `serial` at position `b` serves reads: alive and leading on its metadata.
@@ -435,11 +439,12 @@ mod tests {
     #[test]
     fn a_broker_serves_when_alive_and_leading_at_its_position() {
         let mut a = Attributes::default();
-        a.set(3, 2, true, false);
-        a.set(4, 2, false, true);
+        a.set(3, 2, true, false, 5);
+        a.set(4, 2, false, true, 0);
         assert!(a.serves(3, 2));
         assert!(!a.serves(3, 1));
         assert!(!a.serves(4, 2));
         assert!(a.stalled[4]);
+        assert_eq!(a.applied[..5], [0, 0, 0, 5, 0]);
     }
 }

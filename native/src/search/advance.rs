@@ -134,10 +134,12 @@ impl Core {
     }
 
     pub(super) fn parts_of(&self, comps: &[u32]) -> Vec<u32> {
+        // The key parts (checker/cache/footprint.py): the components, each broker's stalled
+        // flag, then each broker's applied epoch.
+        let brokers = &comps[1..=self.n];
         let mut parts = comps.to_vec();
-        for b in 1..=self.n {
-            parts.push(self.attrs.stalled[comps[b] as usize] as u32);
-        }
+        parts.extend(brokers.iter().map(|&s| self.attrs.stalled[s as usize] as u32));
+        parts.extend(brokers.iter().map(|&s| self.attrs.applied[s as usize]));
         parts
     }
 }

@@ -47,7 +47,10 @@ impl Core {
         let trips: usize = self.trips.iter().map(|t| t.nbytes()).sum();
         let cands: usize = self.cand_caches.iter().map(of_map).sum::<usize>() + of_vec(&self.cands);
         let attrs = &self.attrs;
-        let comps = of_vec(&attrs.leader) + of_vec(&attrs.alive) + of_vec(&attrs.stalled);
+        let comps = of_vec(&attrs.leader)
+            + of_vec(&attrs.alive)
+            + of_vec(&attrs.stalled)
+            + of_vec(&attrs.applied);
         vec![
             ("visited", self.visited.nbytes()),
             ("paths", of_vec(&self.parents) + of_vec(&self.indices)),

@@ -29,9 +29,9 @@ impl Core {
         if pending.is_empty() {
             return Ok(()); // the common case, with no conversion
         }
-        let rows: Vec<(u32, i32, bool, bool, u64)> = pending.extract()?;
-        for (serial, leader, alive, stalled, fp) in rows {
-            self.attrs.set(serial, leader, alive, stalled);
+        let rows: Vec<(u32, i32, bool, bool, u32, u64)> = pending.extract()?;
+        for (serial, leader, alive, stalled, applied, fp) in rows {
+            self.attrs.set(serial, leader, alive, stalled, applied);
             let s = serial as usize;
             if self.comp_fp.len() <= s {
                 self.comp_fp.resize(s + 1, 0);
