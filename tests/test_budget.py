@@ -3,12 +3,16 @@ them never changes what the search finds."""
 
 from __future__ import annotations
 
+import platform
+from pathlib import Path
+
 import pytest
 from kafkamc.checker.cache.budget import CacheBudget, entries_for
 from kafkamc.checker.cache.fast import FastModel
 from kafkamc.checker.cache.outcomes import StepCache
 from kafkamc.checker.engines.explorer import explore
 from kafkamc.checker.engines.workers import explore_workers
+from kafkamc.checker.store.memory import map_large_blocks
 from kafkamc.invariants.suite import InvariantSuite
 from kafkamc.spec.config import Config
 
@@ -90,3 +94,10 @@ def test_a_small_budget_on_the_command_line_finds_the_pinned_count():
 
     p = run_kafkamc("check", "--rf", "2", "--minisr", "2", "--cache-mib", "0.5", "--workers", "1", "--json", "--quiet")
     assert p.returncode == 0 and '"distinct_states": 9291' in p.stdout
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists() or platform.libc_ver()[0] != "glibc", reason="glibc only")
+def test_glibc_maps_the_large_blocks_a_search_frees():
+    """checker/store/memory.py map_large_blocks: glibc takes the fixed mmap threshold (mallopt
+    says 1), so a table that doubles gives its old copy back instead of a hole in the heap."""
+    assert map_large_blocks() is True
