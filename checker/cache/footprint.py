@@ -222,6 +222,11 @@ class ObservingState(RecordingState):
         return br.alive and br.leader == b
 
 
+def broker_of(p: int, n: int) -> int:
+    """The broker a broker's part (b, its stalled flag or its applied epoch) belongs to."""
+    return p if p <= n else p - n - 2 if p <= 2 * n + 2 else p - 2 * n - 2
+
+
 def flag_parts(brokers) -> list:
     """The key parts after the components' serial numbers: each broker's stalled flag, then each
     one's applied epoch (the positions in the module docstring)."""

@@ -24,7 +24,7 @@ from operator import itemgetter
 from typing import Any, NamedTuple
 
 from kafkamc.checker.cache.budget import CacheBudget, drop_older_half, store
-from kafkamc.checker.cache.footprint import ObservingState, Reads, RecordingState, recorded
+from kafkamc.checker.cache.footprint import ObservingState, Reads, RecordingState, broker_of, recorded
 from kafkamc.checker.cache.verify import EVERY, FIRST, FastPathError, check_step, describe_outcomes
 from kafkamc.spec.rpc import RoundTrip
 from kafkamc.spec.state import State
@@ -367,7 +367,7 @@ class Outcomes:
             if p == G + 1:
                 beyond.add(p)  # the budget
                 continue
-            b = p if p <= n else p - n - 2 if p <= 2 * n + 2 else p - 2 * n - 2  # a flag is its broker's
+            b = broker_of(p, n)
             x = comps[b]
             if not (b == leader or b in wide or (x.alive and x.leader == b)):
                 beyond.add(b)

@@ -11,7 +11,11 @@ pub fn of_vec<T>(v: &Vec<T>) -> usize {
 
 /// hashbrown's buckets for a capacity: a power of two at most 7/8 full, a control byte each.
 fn buckets(capacity: usize) -> usize {
-    if capacity == 0 { 0 } else { (capacity * 8 / 7).next_power_of_two() }
+    if capacity == 0 {
+        0
+    } else {
+        (capacity * 8 / 7).next_power_of_two()
+    }
 }
 
 pub fn of_map<K, V, S>(m: &HashMap<K, V, S>) -> usize {

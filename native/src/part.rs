@@ -162,7 +162,11 @@ impl Part {
     /// (the level kept, the frontier, the parcels) in claimed bytes.
     pub fn nbytes(&self) -> (usize, usize, usize) {
         let parcels = self.out.iter().map(Parcel::nbytes).sum();
-        (self.mine.nbytes(), self.frontier.nbytes() + bytes::of_vec(&self.order), parcels)
+        (
+            self.mine.nbytes(),
+            self.frontier.nbytes() + bytes::of_vec(&self.order),
+            parcels,
+        )
     }
 
     pub fn owner(&self, controller: u32) -> Option<usize> {
@@ -316,7 +320,11 @@ mod tests {
             p.frontier.nbytes() + 4,
             "its order, one position"
         );
-        assert_eq!(p.frontier.index.nbytes(), 12, "the index is gone: {index} bytes");
+        assert_eq!(
+            p.frontier.index.nbytes(),
+            12,
+            "the index is gone: {index} bytes"
+        );
         assert_eq!(p.take(), Some((57, vec![0, 3])));
         assert_eq!(p.key, [0, 1, 0, 3]);
         assert_eq!(p.take(), None);

@@ -138,7 +138,11 @@ impl Core {
         // flag, then each broker's applied epoch.
         let brokers = &comps[1..=self.n];
         let mut parts = comps.to_vec();
-        parts.extend(brokers.iter().map(|&s| self.attrs.stalled[s as usize] as u32));
+        parts.extend(
+            brokers
+                .iter()
+                .map(|&s| self.attrs.stalled[s as usize] as u32),
+        );
         parts.extend(brokers.iter().map(|&s| self.attrs.applied[s as usize]));
         parts
     }

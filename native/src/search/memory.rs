@@ -1,5 +1,5 @@
 //! Where the core's memory goes, table by table, in the bytes each has claimed (crate::bytes):
-//! the check's --stats and the bench report it beside the process's peak resident size.
+//! the bench reports it beside the process's peak resident size (`core_tables_mib`).
 
 use super::Core;
 use crate::bytes::{of_map, of_vec};
@@ -14,10 +14,17 @@ impl Core {
     /// The bytes `limit` bounds, but the observations': the outcomes in use and the caches
     /// that point into them.
     fn outcome_bytes(&self) -> usize {
+        self.arena.used() + self.step_bytes() + self.candidate_bytes() + of_map(&self.memo)
+    }
+
+    /// The step caches, a RoundTrip's halves with them.
+    fn step_bytes(&self) -> usize {
         let steps: usize = self.steps.iter().map(|s| s.nbytes()).sum();
-        let trips: usize = self.trips.iter().map(|t| t.nbytes()).sum();
-        let cands: usize = self.cand_caches.iter().map(of_map).sum();
-        self.arena.used() + steps + trips + cands + of_map(&self.memo)
+        steps + self.trips.iter().map(|t| t.nbytes()).sum::<usize>()
+    }
+
+    fn candidate_bytes(&self) -> usize {
+        self.cand_caches.iter().map(of_map).sum::<usize>() + of_vec(&self.cands)
     }
 
     /// Before an observation is stored: the table is emptied rather than grown past its share
@@ -43,9 +50,6 @@ impl Core {
 
     pub(super) fn tables(&self) -> Vec<(&'static str, usize)> {
         let (mine, frontier, parcels) = self.part.as_ref().map_or((0, 0, 0), |p| p.nbytes());
-        let steps: usize = self.steps.iter().map(|s| s.nbytes()).sum();
-        let trips: usize = self.trips.iter().map(|t| t.nbytes()).sum();
-        let cands: usize = self.cand_caches.iter().map(of_map).sum::<usize>() + of_vec(&self.cands);
         let attrs = &self.attrs;
         let comps = of_vec(&attrs.leader)
             + of_vec(&attrs.alive)
@@ -58,13 +62,16 @@ impl Core {
             ("level kept", mine),
             ("frontier", frontier),
             ("parcels", parcels),
-            ("steps", steps + trips),
-            ("candidates", cands),
+            ("steps", self.step_bytes()),
+            ("candidates", self.candidate_bytes()),
             ("observations", of_map(&self.observe)),
             ("outcomes", self.arena.nbytes() + of_map(&self.memo)),
             ("verdicts", self.verdicts.as_ref().map_or(0, |v| v.nbytes())),
             ("quiet verdicts", self.quiet_known.nbytes()),
-            ("components", comps + of_vec(&self.comp_fp) + of_map(&self.by_fp)),
+            (
+                "components",
+                comps + of_vec(&self.comp_fp) + of_map(&self.by_fp),
+            ),
         ]
     }
 }
