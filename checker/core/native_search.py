@@ -80,13 +80,11 @@ class Misses:
         self.trips = {t: fast.model.steps[t].__class__ is RoundTrip for t in kinds}  # its step is one
         self.actions: list = []
         self.action_ids: dict = {}  # id of its StepCache -> action id
-        self.caches: list = []
-        self.cache_ids: dict = {}
         self.maps: list = []
         self.map_ids: dict = {}
         self.messages: list = []  # a RoundTrip's requests and responses, by the id the core keys on
         self.message_ids: dict = {}
-        self.parent: State | None = None  # the state being expanded, built when first needed
+        self.parent: State | None = None  # the state last expanded that a quiet test read
         self.parent_comps: tuple = ()
         self.views: dict = {}  # serials -> view()
         self.pending: list = []  # described() of components interned since the core last read it
@@ -115,9 +113,6 @@ class Misses:
     def state(self, serials) -> State:
         """The State these serials make; not kept (a new state is tested once, and expanded a
         level later)."""
-        got = self.views.get(tuple(serials))
-        if got is not None:
-            return got[2]
         by, n = self.by_serial, self.n
         c = [by[s] for s in serials]
         return new_tuple(State, (c[0], tuple(c[1 : n + 1]), c[n + 1], c[n + 2]))
@@ -143,9 +138,9 @@ class Misses:
         found = fast.cand_caches[b].get(key) or fast._candidates_miss(state, comps, parts, b, key)
         rows = []
         for action, kind, fixed, sc in found:
-            a = self._id(self.actions, self.action_ids, id(sc), (action, sc))  # one StepCache per action, never dropped
-            c = self._id(self.caches, self.cache_ids, id(sc), sc)
-            rows.append((a, self.kinds[kind], c, None if fixed is None else self._rows(fixed), self.trips[kind]))
+            # One StepCache per action, never dropped: the action's id is its cache's id too.
+            a = self._id(self.actions, self.action_ids, id(sc), (action, sc))
+            rows.append((a, self.kinds[kind], a, None if fixed is None else self._rows(fixed), self.trips[kind]))
         return rows
 
     # A RoundTrip's halves (native/src/search/trip.rs), each through the Python cache of it
@@ -220,10 +215,14 @@ class Misses:
         """The worker that owns the states of this controller (a --workers part: checker/core/part.py)."""
         return self.owner_of(self.state(serials))
 
-    def quiet(self, serials) -> bool:
-        if self.parent is None:
-            self.parent = self.state(self.parent_comps)
-        return self.quiet_fn(self.parent, self.state(serials))
+    def parent_of(self, serials: tuple) -> State:
+        """The State of the state being expanded, built once per state (a step's tests read it)."""
+        if self.parent is None or serials != self.parent_comps:
+            self.parent, self.parent_comps = self.state(serials), serials
+        return self.parent
+
+    def quiet(self, before: tuple, after) -> bool:
+        return self.quiet_fn(self.parent_of(before), self.state(after))
 
 
 def described(serial: int, obj, tag: int, fp: int) -> tuple:
@@ -368,50 +367,46 @@ def _search(attached, model, checks, unreached, limits, progress, progress_every
         }
 
     ticker = Ticker(limits, start, progress, stats, progress_every)
-    take, step = core.take, core.next
+    run, cap = core.run, limits.max_states
     try:
         while violation_at is None and not (stop_when_reached and not targets):
-            got = take()
-            if got is None:
+            event = run(cap)
+            if event is None:
                 break
-            node, depth, serials = got
-            misses.parent, misses.parent_comps = None, serials
-            while True:
-                event = step()
-                if event is None:
+            if event.__class__ is int:  # between two states: every 64th (TICK, 0), or at the cap
+                stop_reason = (ticker.timed() if event == 0 else None) or ticker.capped(len(core))
+                if stop_reason is not None:
                     break
-                new, index, fp, changed, child, child_node = event
-                nxt = misses.state(child)
-                if not new:
-                    parent = misses.parent or misses.state(serials)
-                    misses.parent = parent
-                    bad = check_step(parent, nxt)
-                    if bad:
-                        violation_at = (bad, "action", node, index)
+                continue
+            new, index, fp, changed, child, child_node, node, depth, before = event
+            nxt = misses.state(child)
+            if not new:
+                parent = misses.parent_of(before)
+                bad = check_step(parent, nxt)
+                if bad:
+                    violation_at = (bad, "action", node, index)
+                    break
+                if take_hits(unreached, parent, nxt, node, index, witnesses, targets):
+                    attached.use_quiet(checks.quiet_step([name for name, _ in unreached]))
+                    if stop_when_reached and not targets:
                         break
-                    if take_hits(unreached, parent, nxt, node, index, witnesses, targets):
-                        attached.use_quiet(checks.quiet_step([name for name, _ in unreached]))
-                        if stop_when_reached and not targets:
-                            break
-                    child_node = core.add(fp, node, index, depth + 1, child)
-                    if child_node is None:
-                        continue
-                    changed = -1
-                test = state_tests.get(changed)
-                if test is None:
-                    test = state_tests[changed] = checks.state_test(changed)
-                if not test(nxt):
-                    bad = check_state(nxt)
-                    if bad is None:
-                        raise AssertionError("the state test of changed components failed where the whole check passes")
-                    violation_at = (bad, "state", child_node, None)
-                    break
-            stop = ticker.stop(len(core))
-            if stop is not None:
-                stop_reason = stop
+                child_node = core.add(fp, node, index, depth + 1, child)
+                if child_node is None:
+                    continue
+                changed = -1
+            test = state_tests.get(changed)
+            if test is None:
+                test = state_tests[changed] = checks.state_test(changed)
+            if not test(nxt):
+                bad = check_state(nxt)
+                if bad is None:
+                    raise AssertionError("the state test of changed components failed where the whole check passes")
+                violation_at = (bad, "state", child_node, None)
                 break
     except KeyboardInterrupt:
         stop_reason = "interrupted"
+    if stop_reason is None and (violation_at is not None or (stop_when_reached and not targets)):
+        stop_reason = ticker.capped(len(core))  # the state's end reads the cap, as the Python engine's does
     coverage: Counter = Counter({t.__name__: n for t, n in attached.fired().items() if n})
     reached, violation = traces_of(model, core.path, witnesses, violation_at)
     verdict = verdict_of(violation, bool(stop_when_reached) and not targets, stop_reason)

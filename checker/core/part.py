@@ -60,15 +60,13 @@ class CorePart:
                     break
                 done += 1
                 key, serials = got
-                misses.parent, misses.parent_comps = None, serials  # the State, built when first needed
                 ok = True  # the last state tested passed: the core remembers its groups' verdicts
                 while (event := step(ok)) is not None:
                     new, index, fp, changed, child, _ = event
                     nxt = misses.state(child)
                     if not new:
-                        if misses.parent is None:
-                            misses.parent = misses.state(serials)
-                        note_step(found, check_step, reach, misses.parent, nxt, key + index_bytes(index))
+                        parent = misses.parent_of(tuple(serials))
+                        note_step(found, check_step, reach, parent, nxt, key + index_bytes(index))
                         if not visit(fp):
                             continue
                         changed = -1

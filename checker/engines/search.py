@@ -150,14 +150,17 @@ class Ticker:
     def stop(self, distinct: int) -> str | None:
         """Why the search must stop after this state, or None."""
         self.ticks += 1
-        limits = self.limits
-        if self.ticks & 0x3F == 0:
-            now = time.monotonic()
-            if self.progress is not None and now >= self.next_report:
-                self.progress(self.stats())
-                self.next_report = now + self.every
-            if limits.time_limit is not None and now - self.start >= limits.time_limit:
-                return f"time limit {limits.time_limit:g}s"
-        if limits.max_states is not None and distinct >= limits.max_states:
-            return f"max states {limits.max_states}"
-        return None
+        return (self.timed() if self.ticks & 0x3F == 0 else None) or self.capped(distinct)
+
+    def timed(self) -> str | None:
+        """Every 64 states: report progress, and read the clock against the time limit."""
+        now = time.monotonic()
+        if self.progress is not None and now >= self.next_report:
+            self.progress(self.stats())
+            self.next_report = now + self.every
+        limit = self.limits.time_limit
+        return f"time limit {limit:g}s" if limit is not None and now - self.start >= limit else None
+
+    def capped(self, distinct: int) -> str | None:
+        cap = self.limits.max_states
+        return f"max states {cap}" if cap is not None and distinct >= cap else None

@@ -5,7 +5,7 @@
 //! and must give the same transitions in the same order.
 
 use crate::part::Part;
-use crate::tables::{Arena, Attributes, KW, Key, Map, Outs, StepCache};
+use crate::tables::{Arena, Attributes, Key, Map, Outs, StepCache};
 use crate::verdicts::{QuietVerdicts, Verdicts};
 use crate::visited::FpSet;
 use pyo3::exceptions::PyRuntimeError;
@@ -14,9 +14,11 @@ use pyo3::types::{PyBytes, PyList};
 use std::collections::VecDeque;
 
 mod advance;
+use advance::key_from;
 mod memory;
 mod misses;
 mod route;
+mod run;
 mod trip;
 
 /// One candidate of a broker: its action (Python's table), action type, step cache and the
@@ -78,6 +80,8 @@ pub struct Core {
     queue: VecDeque<u32>,
     width: usize,
     cursor: Option<Cursor>,
+    /// States whose expansion `run` ended.
+    expanded: u64,
     quiet_gen: u32,
     leader_only: bool,
     keep: bool,
@@ -123,35 +127,6 @@ pub struct Core {
 }
 
 const ROOT: u32 = u32::MAX;
-
-fn key_from(comps: &[u32]) -> Key {
-    let mut k = [u32::MAX; KW];
-    k[..comps.len()].copy_from_slice(comps);
-    k
-}
-
-impl Core {
-    /// Empty the caches that point into the outcomes arena, and the arena (begin() calls it
-    /// between two states, when no cursor holds an index into it).
-    fn forget(&mut self) {
-        for c in &mut self.steps {
-            *c = StepCache::default();
-        }
-        for t in &mut self.trips {
-            *t = trip::Trip::default();
-        }
-        for c in &mut self.cand_caches {
-            c.clear();
-        }
-        self.cands.clear();
-        self.memo.clear();
-        self.arena.clear();
-    }
-
-    fn g(&self) -> usize {
-        self.n + 1
-    }
-}
 
 #[pymethods]
 impl Core {
@@ -202,6 +177,7 @@ impl Core {
             queue: VecDeque::new(),
             width: n + 7,
             cursor: None,
+            expanded: 0,
             quiet_gen: 1,
             leader_only,
             keep,
@@ -254,20 +230,18 @@ impl Core {
         Ok(Some(node))
     }
 
-    /// The next state to expand: (node, depth, its components' serials), and the cursor set
-    /// on its transitions; None when the queue is empty.
-    fn take(&mut self, py: Python<'_>) -> PyResult<Option<(u32, u32, Vec<u32>)>> {
-        if self.queue.is_empty() {
-            return Ok(None);
-        }
-        self.sync(py)?;
-        self.tested = None;
-        let rec: Vec<u32> = self.queue.drain(..self.width).collect();
-        let (node, depth) = (rec[0], rec[1]);
-        let base = rec[2] as u64 | (rec[3] as u64) << 32;
-        let comps = rec[4..].to_vec();
-        self.begin(py, comps.clone(), base, node as u64, depth)?;
-        Ok(Some((node, depth, comps)))
+    /// Expand the queue's states until Python must look at something: a transition as `next`
+    /// gives it, then the expanded state's node and depth, and for a step the quiet test does
+    /// not pass its components; TICK after every `every`-th state expanded; CAP after a state
+    /// that left `cap` or more states visited; None when the queue is empty (src/search/run.rs).
+    #[pyo3(signature = (cap=None, every=64))]
+    fn run<'py>(
+        &mut self,
+        py: Python<'py>,
+        cap: Option<usize>,
+        every: u64,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.run_states(py, cap, every)
     }
 
     /// Set the cursor on the transitions of a state given by its components' serials and its

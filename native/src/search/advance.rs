@@ -3,9 +3,22 @@
 //! and the new states added to the visited set and the queue.
 
 use super::{Core, Cursor};
+use crate::tables::{KW, Key};
 use pyo3::prelude::*;
 
+/// A cache key of these components (the unused places u32::MAX).
+pub(super) fn key_from(comps: &[u32]) -> Key {
+    let mut k = [u32::MAX; KW];
+    k[..comps.len()].copy_from_slice(comps);
+    k
+}
+
 impl Core {
+    /// The ghost's position among the components.
+    pub(super) fn g(&self) -> usize {
+        self.n + 1
+    }
+
     #[allow(clippy::type_complexity)]
     pub(super) fn advance(
         &mut self,

@@ -1,8 +1,9 @@
 //! Where the core's memory goes, table by table, in the bytes each has claimed (crate::bytes):
 //! the bench reports it beside the process's peak resident size (`core_tables_mib`).
 
-use super::Core;
+use super::{Core, trip};
 use crate::bytes::{of_map, of_vec};
+use crate::tables::StepCache;
 
 /// The observations may claim a quarter of the core's bytes; the outcomes and the caches
 /// pointing into them, the rest.
@@ -11,6 +12,23 @@ const OBSERVE_PART: usize = 4;
 const COUNT_EVERY: u64 = 1 << 14;
 
 impl Core {
+    /// Empty the caches that point into the outcomes arena, and the arena (begin() calls it
+    /// between two states, when no cursor holds an index into it).
+    fn forget(&mut self) {
+        for c in &mut self.steps {
+            *c = StepCache::default();
+        }
+        for t in &mut self.trips {
+            *t = trip::Trip::default();
+        }
+        for c in &mut self.cand_caches {
+            c.clear();
+        }
+        self.cands.clear();
+        self.memo.clear();
+        self.arena.clear();
+    }
+
     /// The bytes `limit` bounds, but the observations': the outcomes in use and the caches
     /// that point into them.
     fn outcome_bytes(&self) -> usize {

@@ -228,7 +228,11 @@ impl Core {
             return Ok(true);
         }
         let q: bool = self
-            .call(py, "quiet", (PyTuple::new(py, after)?,))?
+            .call(
+                py,
+                "quiet",
+                (PyTuple::new(py, before)?, PyTuple::new(py, after)?),
+            )?
             .extract(py)?;
         if q {
             self.quiet_known.mark(before, after);
