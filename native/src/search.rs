@@ -315,7 +315,7 @@ impl Core {
             && ok
             && let Some(v) = self.verdicts.as_mut()
         {
-            v.mark(changed, &comps);
+            v.mark(changed, &comps[..]);
         }
         let mut cur = match self.cursor.take() {
             Some(c) => c,

@@ -102,13 +102,23 @@ impl Verdicts {
             self.known.iter_mut().for_each(|k| k.clear());
             self.len = 0;
         }
-        for g in self.touched(changed) {
+        let cached = (changed as usize) < self.touched.len();
+        let touched = if cached {
+            self.touched(changed); // found once, then held: taken out and put back, not copied
+            self.touched[changed as usize].take().unwrap_or_default()
+        } else {
+            self.touched(changed)
+        };
+        for &g in &touched {
             let g = g as usize;
             if let Some(p) = Self::projection(&self.groups[g].1, comps)
                 && self.known[g].insert(p)
             {
                 self.len += 1;
             }
+        }
+        if cached {
+            self.touched[changed as usize] = Some(touched);
         }
     }
 

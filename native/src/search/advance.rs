@@ -3,12 +3,12 @@
 //! and the new states added to the visited set and the queue.
 
 use super::{Core, Cursor};
-use crate::tables::{KW, Key};
+use crate::tables::Key;
 use pyo3::prelude::*;
 
 /// A cache key of these components (the unused places u32::MAX).
 pub(super) fn key_from(comps: &[u32]) -> Key {
-    let mut k = [u32::MAX; KW];
+    let mut k = Key::EMPTY;
     k[..comps.len()].copy_from_slice(comps);
     k
 }
@@ -100,7 +100,7 @@ impl Core {
             let good = self
                 .verdicts
                 .as_mut()
-                .is_some_and(|v| v.good(changed, &new));
+                .is_some_and(|v| v.good(changed, &new[..]));
             if !good {
                 self.tested = Some((changed, new));
             }

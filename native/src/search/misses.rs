@@ -3,7 +3,7 @@
 
 use super::trip::Trip;
 use super::{Cand, Core, Obs};
-use crate::tables::{Entry, KW, Key, Outs, Row, StepCache};
+use crate::tables::{Entry, Key, Outs, Row, StepCache};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
@@ -44,7 +44,7 @@ impl Core {
     }
 
     pub(super) fn observe_key(&self, comps: &[u32]) -> Key {
-        let mut k = [u32::MAX; KW];
+        let mut k = Key::EMPTY;
         let leader = self.attrs.leader[comps[0] as usize];
         k[0] = comps[0];
         k[1] = comps[self.g()];

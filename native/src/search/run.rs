@@ -23,7 +23,7 @@ impl Core {
         if let Some((changed, comps)) = self.tested.take()
             && let Some(v) = self.verdicts.as_mut()
         {
-            v.mark(changed, &comps);
+            v.mark(changed, &comps[..]);
         }
         loop {
             let Some(mut cur) = self.cursor.take() else {
