@@ -88,6 +88,16 @@ def test_the_core_stops_where_the_python_engine_stops_at_a_limit_and_a_target():
     _same(*_both(kw, stop_when_reached=frozenset({"ElrElection"})))
 
 
+def test_a_violation_at_the_state_cap_reports_the_cap_as_the_python_engine_does():
+    """The core runs the loop over states (native/src/search/run.rs); a violation found while a
+    state is expanded still reads the cap at that state's end, as the Python engine does."""
+    whole = _both(FINDING)[1]
+    assert whole.verdict == "violated" and whole.stop_reason is None
+    python, core = _both(FINDING, limits=Limits(max_states=whole.distinct_states))
+    _same(python, core)
+    assert (core.verdict, core.stop_reason) == ("violated", f"max states {whole.distinct_states}")
+
+
 def test_a_core_over_its_budget_empties_its_caches_and_finds_the_same():
     """The core's caches are bounded by its share of the caches' budget, in bytes: past it,
     between two states, it empties its step and candidate caches and refills them from the
