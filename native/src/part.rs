@@ -8,14 +8,19 @@ use crate::visited::{FpMap, key_order};
 
 /// States by fingerprint: each one's path key (one length a level), its components' serial
 /// numbers and the id of the state invariant it breaks (0: none; Python holds the table).
+/// A key is given and read as checker/store/keys.py writes it, 2 bytes a step, but held at
+/// one byte a step (the low bytes) while no step of the level's keys is past 255: the same
+/// order, half the bytes; the first larger step widens the whole level.
 pub struct Level {
     pub fps: Vec<u64>,
-    pub keys: Vec<u8>,
-    pub length: usize,
+    keys: Vec<u8>,
+    length: usize,
+    narrow: bool,
     pub serials: Vec<u32>,
     pub bad: Vec<u32>,
     width: usize,
     index: FpMap,
+    held: Vec<u8>,
 }
 
 impl Level {
@@ -24,10 +29,12 @@ impl Level {
             fps: Vec::new(),
             keys: Vec::new(),
             length: 0,
+            narrow: true,
             serials: Vec::new(),
             bad: Vec::new(),
             width,
             index: FpMap::with_capacity(1 << 12),
+            held: Vec::new(),
         }
     }
 
@@ -39,8 +46,43 @@ impl Level {
         self.fps.is_empty()
     }
 
-    pub fn key(&self, i: usize) -> &[u8] {
+    fn held_key(&self, i: usize) -> &[u8] {
         &self.keys[i * self.length..(i + 1) * self.length]
+    }
+
+    /// State i's path key, 2 bytes a step.
+    pub fn key(&self, i: usize) -> Vec<u8> {
+        let held = self.held_key(i);
+        if self.narrow {
+            held.iter().flat_map(|&b| [0, b]).collect()
+        } else {
+            held.to_vec()
+        }
+    }
+
+    /// Hold every key at 2 bytes a step from now on.
+    fn widen(&mut self) {
+        self.keys = self.keys.iter().flat_map(|&b| [0, b]).collect();
+        self.length *= 2;
+        self.narrow = false;
+    }
+
+    /// `key` (2 bytes a step) as the level holds it, in `held`; the level widened first if it
+    /// must be.
+    fn hold(&mut self, key: &[u8]) -> Result<(), String> {
+        if key.len() % 2 == 1 {
+            return Err(format!("a path key of {} bytes: 2 a step", key.len()));
+        }
+        if self.narrow && key.chunks_exact(2).any(|step| step[0] != 0) {
+            self.widen();
+        }
+        self.held.clear();
+        if self.narrow {
+            self.held.extend(key.chunks_exact(2).map(|step| step[1]));
+        } else {
+            self.held.extend_from_slice(key);
+        }
+        Ok(())
     }
 
     pub fn comps(&self, i: usize) -> &[u32] {
@@ -50,12 +92,13 @@ impl Level {
     /// Keep a state: added if new, written over if held under a larger key; false when it
     /// was held under a smaller one. A level's keys all have one length.
     pub fn offer(&mut self, fp: u64, key: &[u8], comps: &[u32], bad: u32) -> Result<bool, String> {
+        self.hold(key)?;
         if self.fps.is_empty() {
-            self.length = key.len();
-        } else if key.len() != self.length {
+            self.length = self.held.len();
+        } else if self.held.len() != self.length {
             return Err(format!(
-                "path keys of one level differ in length: {} and {}",
-                key.len(),
+                "path keys of one level differ in length: {} and {} bytes held",
+                self.held.len(),
                 self.length
             ));
         }
@@ -63,15 +106,15 @@ impl Level {
             None => {
                 self.index.put(fp, self.fps.len() as u32);
                 self.fps.push(fp);
-                self.keys.extend_from_slice(key);
+                self.keys.extend_from_slice(&self.held);
                 self.serials.extend_from_slice(comps);
                 self.bad.push(bad);
                 Ok(true)
             }
-            Some(i) if key < self.key(i as usize) => {
+            Some(i) if self.held[..] < *self.held_key(i as usize) => {
                 let i = i as usize;
                 let (l, w) = (self.length, self.width);
-                self.keys[i * l..(i + 1) * l].copy_from_slice(key);
+                self.keys[i * l..(i + 1) * l].copy_from_slice(&self.held);
                 self.serials[i * w..(i + 1) * w].copy_from_slice(comps);
                 self.bad[i] = bad;
                 Ok(true)
@@ -264,7 +307,7 @@ impl Part {
     pub fn take(&mut self) -> Option<(u64, Vec<u32>)> {
         let i = *self.order.get(self.at)? as usize;
         self.at += 1;
-        self.key = self.frontier.key(i).to_vec();
+        self.key = self.frontier.key(i);
         Some((self.frontier.fps[i], self.frontier.comps(i).to_vec()))
     }
 }
@@ -290,10 +333,33 @@ mod tests {
         );
         assert_eq!(
             (l.len(), l.key(0), l.comps(0), l.bad[0]),
-            (2, &b"\x00\x00"[..], &[5, 6][..], 1)
+            (2, b"\x00\x00".to_vec(), &[5, 6][..], 1)
         );
         assert_eq!(l.order(), [0, 1]);
         assert!(l.offer(8, b"\x00", &[1, 1], 0).is_err());
+    }
+
+    #[test]
+    fn a_level_holds_a_byte_a_step_until_a_step_passes_255() {
+        let mut l = Level::new(1);
+        l.offer(1, &[0, 9, 0, 2], &[1], 0).unwrap();
+        l.offer(2, &[0, 9, 0, 1], &[2], 0).unwrap();
+        assert_eq!(
+            (l.keys.len(), l.key(0)),
+            (4, vec![0, 9, 0, 2]),
+            "one byte a step"
+        );
+        l.offer(3, &[0, 9, 1, 0], &[3], 0).unwrap(); // step 256
+        assert_eq!(l.keys.len(), 12, "widened: two bytes a step");
+        assert_eq!((l.key(0), l.key(2)), (vec![0, 9, 0, 2], vec![0, 9, 1, 0]));
+        assert_eq!(l.order(), [1, 0, 2], "the order of the keys as given");
+        assert_eq!(
+            l.offer(3, &[0, 9, 0, 0], &[4], 0),
+            Ok(true),
+            "a smaller key, narrow"
+        );
+        assert_eq!(l.order(), [2, 1, 0]);
+        assert!(l.offer(4, &[0, 9, 0], &[5], 0).is_err(), "an odd length");
     }
 
     #[test]
@@ -304,7 +370,7 @@ mod tests {
         p.route(1, 55, 3, &[1, 2], 0, &fps).unwrap();
         p.route(1, 56, 3, &[1, 3], 4, &fps).unwrap();
         p.route(0, 57, 3, &[0, 3], 0, &fps).unwrap();
-        let k = p.mine.key(0).to_vec();
+        let k = p.mine.key(0);
         assert_eq!(k, [0, 1, 0, 3]);
         assert_eq!(p.out[1].keys, [0, 1, 0, 3, 0, 1, 0, 3]);
         let out = &p.out[1];

@@ -9,7 +9,7 @@ use std::hash::BuildHasherDefault;
 /// A key: the values of up to KW key parts, unused slots u32::MAX.
 pub const KW: usize = 12;
 
-#[derive(Clone, Copy, Debug, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Eq)]
 pub struct Key(pub [u32; KW]);
 
 impl Key {
@@ -21,7 +21,17 @@ impl Key {
 impl PartialEq for Key {
     #[inline]
     fn eq(&self, other: &Key) -> bool {
-        self.0.iter().zip(&other.0).fold(true, |same, (a, b)| same & (a == b))
+        self.0
+            .iter()
+            .zip(&other.0)
+            .fold(true, |same, (a, b)| same & (a == b))
+    }
+}
+
+/// Hashed as the array: equal keys (part by part) hash alike.
+impl std::hash::Hash for Key {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
     }
 }
 

@@ -102,7 +102,7 @@ impl Core {
         let mine = &part.mine;
         let broken = (0..mine.len())
             .filter(|&i| mine.bad[i] != 0)
-            .map(|i| (mine.key(i).to_vec(), mine.bad[i]))
+            .map(|i| (mine.key(i), mine.bad[i]))
             .collect();
         Ok((mine.len(), broken))
     }
