@@ -367,13 +367,13 @@ def _search(attached, model, checks, unreached, limits, progress, progress_every
         }
 
     ticker = Ticker(limits, start, progress, stats, progress_every)
-    run, cap = core.run, limits.max_states
+    run, cap, every = core.run, limits.max_states, Ticker.EVERY
     try:
         while violation_at is None and not (stop_when_reached and not targets):
-            event = run(cap)
+            event = run(cap, every)
             if event is None:
                 break
-            if event.__class__ is int:  # between two states: every 64th (TICK, 0), or at the cap
+            if event.__class__ is int:  # between two states: every EVERY-th (TICK, 0), or at the cap
                 stop_reason = (ticker.timed() if event == 0 else None) or ticker.capped(len(core))
                 if stop_reason is not None:
                     break

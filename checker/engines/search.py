@@ -147,13 +147,15 @@ class Ticker:
         self.next_report = start + every
         self.ticks = 0
 
+    EVERY = 64  # states expanded between two readings of the clock (the native core's `run` too)
+
     def stop(self, distinct: int) -> str | None:
         """Why the search must stop after this state, or None."""
         self.ticks += 1
-        return (self.timed() if self.ticks & 0x3F == 0 else None) or self.capped(distinct)
+        return (self.timed() if self.ticks % self.EVERY == 0 else None) or self.capped(distinct)
 
     def timed(self) -> str | None:
-        """Every 64 states: report progress, and read the clock against the time limit."""
+        """Every EVERY states: report progress, and read the clock against the time limit."""
         now = time.monotonic()
         if self.progress is not None and now >= self.next_report:
             self.progress(self.stats())

@@ -234,7 +234,7 @@ impl Core {
     /// gives it, then the expanded state's node and depth, and for a step the quiet test does
     /// not pass its components; TICK after every `every`-th state expanded; CAP after a state
     /// that left `cap` or more states visited; None when the queue is empty (src/search/run.rs).
-    #[pyo3(signature = (cap=None, every=64))]
+    #[pyo3(signature = (cap, every))]
     fn run<'py>(
         &mut self,
         py: Python<'py>,

@@ -58,17 +58,24 @@ impl Verdicts {
         Some(p)
     }
 
-    /// The groups reading a `changed` component.
-    fn touched(&mut self, changed: u32) -> Vec<u16> {
-        let find = |groups: &[(u32, Vec<u8>)]| -> Vec<u16> {
+    /// The groups reading a `changed` component: found once per mask below 256 and held; taken
+    /// out while read (`put_back` returns them), so neither reader copies them.
+    fn take_touched(&mut self, changed: u32) -> Vec<u16> {
+        let groups = &self.groups;
+        let find = || -> Vec<u16> {
             (0..groups.len() as u16)
                 .filter(|&g| groups[g as usize].0 & changed != 0)
                 .collect()
         };
         match self.touched.get_mut(changed as usize) {
-            Some(Some(t)) => t.clone(),
-            Some(slot) => slot.insert(find(&self.groups)).clone(),
-            None => find(&self.groups),
+            Some(slot) => slot.take().unwrap_or_else(find),
+            None => find(),
+        }
+    }
+
+    fn put_back(&mut self, changed: u32, touched: Vec<u16>) {
+        if let Some(slot) = self.touched.get_mut(changed as usize) {
+            *slot = Some(touched);
         }
     }
 
@@ -81,12 +88,12 @@ impl Verdicts {
     pub fn good(&mut self, changed: u32, comps: &[u32]) -> bool {
         self.asked.0 += 1;
         let ok = if (changed as usize) < self.touched.len() {
-            if self.touched[changed as usize].is_none() {
-                self.touched(changed);
-            }
-            let touched = self.touched[changed as usize].as_ref().unwrap();
-            touched.iter().all(|&g| self.known_on(g, comps))
+            let touched = self.take_touched(changed);
+            let ok = touched.iter().all(|&g| self.known_on(g, comps));
+            self.put_back(changed, touched);
+            ok
         } else {
+            // A mask past the table's (more than 5 brokers): no list is built.
             (0..self.groups.len() as u16)
                 .all(|g| self.groups[g as usize].0 & changed == 0 || self.known_on(g, comps))
         };
@@ -102,13 +109,7 @@ impl Verdicts {
             self.known.iter_mut().for_each(|k| k.clear());
             self.len = 0;
         }
-        let cached = (changed as usize) < self.touched.len();
-        let touched = if cached {
-            self.touched(changed); // found once, then held: taken out and put back, not copied
-            self.touched[changed as usize].take().unwrap_or_default()
-        } else {
-            self.touched(changed)
-        };
+        let touched = self.take_touched(changed);
         for &g in &touched {
             let g = g as usize;
             if let Some(p) = Self::projection(&self.groups[g].1, comps)
@@ -117,9 +118,7 @@ impl Verdicts {
                 self.len += 1;
             }
         }
-        if cached {
-            self.touched[changed as usize] = Some(touched);
-        }
+        self.put_back(changed, touched);
     }
 
     pub fn entries(&self) -> usize {
