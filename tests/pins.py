@@ -31,7 +31,7 @@ DEFAULT_CHECK: dict[str, Any] = dict(
     states=541729,  # 485,539 before trace validation (history: tests/test_pinned.py)
     generated=2254145,
     depth=30,
-    visited_bytes_per_state=15.5,
+    visited_bytes_per_state=14.7,
     coverage={
         "AlterPartition": 102115,
         "AlterPartitionReassignments": 0,

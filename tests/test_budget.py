@@ -79,7 +79,7 @@ def test_a_tiny_budget_finds_the_same_states(settings, pinned):
     tiny = FastModel(cfg, cache_entries=entries_for(0))
     small = explore(tiny, InvariantSuite(cfg))
     # At least 2 sweeps (4,774 states: 2, 9,291: 5): the core keeps a Fetch's whole outcome
-    # itself, asks Python's caches for its halves only, and holds three quarters of the budget
+    # itself, asks Python's caches for its halves only, and holds nine tenths of the budget
     # (checker/cache/budget.py PY_SHARE), so fewer entries reach them than before.
     assert tiny.fast.budget.sweeps >= 2 and tiny.fast.budget.emptied > 0
     assert (small.verdict, small.distinct_states, small.depth) == (full.verdict, full.distinct_states, full.depth)

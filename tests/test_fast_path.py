@@ -220,7 +220,7 @@ def test_a_hard_crash_is_cached_per_broker_not_on_every_broker():
         assert core == {
             "core.candidates": (239742, 18674),
             "core.observe": (382960, 14518),
-            "core.steps": (175780, 42081),
+            "core.steps": (175741, 42067),
             "core.send": (35908, 72),
             "core.handle": (35908, 23739),
             "core.receive": (35655, 149),

@@ -49,7 +49,7 @@ def _fingerprints(rng: random.Random, n: int) -> list[int]:
     return out
 
 
-@pytest.mark.parametrize("capacity", [1, 8, 1 << 16])
+@pytest.mark.parametrize("capacity", [1, 8, 12, 1 << 16])
 def test_fpset_adds_as_the_python_set_does(core, capacity):
     fps = _fingerprints(random.Random(capacity), 150_000)
     ours, theirs = core.FpSet(capacity), FingerprintSet(capacity)
@@ -61,10 +61,12 @@ def test_fpset_adds_as_the_python_set_does(core, capacity):
     assert [fp in ours for fp in probes] == [fp in theirs for fp in probes]
 
 
-def test_fpset_defaults_and_refuses_a_capacity_not_a_power_of_two(core):
+def test_fpset_defaults_and_refuses_a_capacity_of_no_slot(core):
     assert core.FpSet().nbytes == FingerprintSet().nbytes
-    with pytest.raises(ValueError, match="power of two"):
-        core.FpSet(12)
+    with pytest.raises(ValueError, match="at least one slot"):
+        core.FpSet(0)
+    with pytest.raises(ValueError, match="at least one slot"):
+        FingerprintSet(0)
     with pytest.raises(OverflowError):
         core.FpSet().add(2**64)
 

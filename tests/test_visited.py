@@ -18,7 +18,7 @@ def test_fingerprint_set_grows_and_answers():
     assert len(s) == len(fps) - 1
     assert all(fp in s for fp in fps) and not s.add(fps[500])
     assert rng.getrandbits(64) not in s
-    assert s.nbytes / len(s) <= 8 / 0.375 + 1e-9
+    assert s.nbytes / len(s) <= 8 / 0.5 + 1e-9  # grown by half: at least half full
 
 
 def test_nodes_keep_paths_in_six_bytes():

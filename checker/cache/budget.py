@@ -29,8 +29,10 @@ LOW = 20  # a cache hitting on fewer than 1 lookup in LOW is not worth its entri
 # itself, in a few dozen bytes each where a Python entry costs ENTRY_BYTES, and the Python
 # caches only refill it after it empties its own (and serve the candidates' misses). So Python
 # keeps PY_SHARE of the entries and the core the rest of the budget, in bytes it counts itself
-# (native/src/search/memory.rs): docs/PERFORMANCE.md, rounds seven and eight.
-PY_SHARE = 0.25
+# (native/src/search/memory.rs). A tenth, not round seven's quarter: the Python caches hit on
+# few of the core's misses (a Fetch's handle on none), and the core, given the difference,
+# empties its caches less often: docs/PERFORMANCE.md, rounds seven, eight and ten.
+PY_SHARE = 0.1
 
 
 def entries_for(mib: float) -> int:

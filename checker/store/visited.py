@@ -1,8 +1,14 @@
 """The visited set: 64-bit fingerprints in flat arrays, with a parent pointer per state.
 
 A Python set of ints costs about 60 bytes per state (an int object and a hash slot); here
-a state costs one 8-byte slot of an open-addressing table kept between 3/8 and 3/4 full,
-plus 4 bytes of parent node number and 2 of successor index: 17 to 27 bytes per state.
+a state costs one 8-byte slot of an open-addressing table kept between 1/2 and 3/4 full,
+plus 4 bytes of parent node number and 2 of successor index: 17 to 22 bytes per state.
+
+A full table grows by half, not by doubling: just grown, a doubled table is 3/8 full, and
+at the end of a long search that is a worker's largest table, a quarter of its memory
+(docs/PERFORMANCE.md, round ten). So the size is no power of two, and a fingerprint's home
+slot is its mixed bits scaled to the size (the high bits of a 64-by-64 product), not masked.
+native/src/visited.rs keeps the same table slot for slot.
 """
 
 from __future__ import annotations
@@ -14,12 +20,19 @@ EMPTY = 0  # fingerprint 0 is stored as 1: a 2^-64 bias that nothing notices
 MAX_LOAD = 0.75
 
 
+def grown_size(size: int) -> int:
+    """The size a full table of `size` slots grows to."""
+    return size + max(1, size // 2)
+
+
 class FingerprintSet:
     """Open addressing with linear probing over an array of unsigned 64-bit ints."""
 
     def __init__(self, capacity: int = 1 << 16):
+        if capacity < 1:
+            raise ValueError(f"capacity {capacity}: at least one slot")
         self.table = array("Q", [EMPTY]) * capacity
-        self.mask = capacity - 1
+        self.size = capacity
         self.count = 0
         self.limit = int(capacity * MAX_LOAD)
 
@@ -30,15 +43,17 @@ class FingerprintSet:
         """Add fp; False if it was already there. (One call per transition: the probe is
         written out here rather than shared with __contains__ through a helper call.)"""
         fp = fp or 1
-        table, mask = self.table, self.mask
-        i = (fp ^ (fp >> 29)) & mask
+        table, size = self.table, self.size
+        i = ((fp ^ (fp >> 29)) * size) >> 64
         while True:
             v = table[i]
             if v == fp:
                 return False
             if v == EMPTY:
                 break
-            i = (i + 1) & mask
+            i += 1
+            if i == size:
+                i = 0
         table[i] = fp
         self.count += 1
         if self.count > self.limit:
@@ -46,31 +61,39 @@ class FingerprintSet:
         return True
 
     def __contains__(self, fp: int) -> bool:
-        fp = fp or 1
-        table, mask = self.table, self.mask
-        i = (fp ^ (fp >> 29)) & mask
+        return self.table[self._slot(fp or 1)] != EMPTY
+
+    def _slot(self, fp: int) -> int:
+        """Where fp is, or the empty slot where it would go."""
+        table, size = self.table, self.size
+        i = ((fp ^ (fp >> 29)) * size) >> 64
         while True:
             v = table[i]
-            if v == fp:
-                return True
-            if v == EMPTY:
-                return False
-            i = (i + 1) & mask
+            if v == fp or v == EMPTY:
+                return i
+            i += 1
+            if i == size:
+                i = 0
 
-    def _grow(self) -> None:
-        """Double the table. Every fingerprint moves, so the loop is written out here:
-        through add() it cost a second per 1.5 million states."""
+    def _grow(self, moved=None) -> array:
+        """Grow the table by half; the old one holds no duplicates, so each fingerprint takes
+        the first free slot. moved(j, i): the fingerprint at old slot j went to slot i (a map
+        moves its value with it). Returns the old table."""
         old = self.table
-        size = 2 * len(old)
-        table = array("Q", [EMPTY]) * size
-        mask = size - 1
-        for fp in old:
-            if fp:  # the old table holds no duplicates: find a free slot
-                i = (fp ^ (fp >> 29)) & mask
+        self.size = size = grown_size(len(old))
+        self.table = table = array("Q", [EMPTY]) * size
+        for j, fp in enumerate(old):
+            if fp:
+                i = ((fp ^ (fp >> 29)) * size) >> 64
                 while table[i] != EMPTY:
-                    i = (i + 1) & mask
+                    i += 1
+                    if i == size:
+                        i = 0
                 table[i] = fp
-        self.table, self.mask, self.limit = table, mask, int(size * MAX_LOAD)
+                if moved is not None:
+                    moved(j, i)
+        self.limit = int(size * MAX_LOAD)
+        return old
 
     @property
     def nbytes(self) -> int:
@@ -117,16 +140,6 @@ class FingerprintMap(FingerprintSet):
         super().__init__(capacity)
         self.values = array("L", [0]) * capacity
 
-    def _slot(self, fp: int) -> int:
-        """Where fp is, or the empty slot where it would go."""
-        table, mask = self.table, self.mask
-        i = (fp ^ (fp >> 29)) & mask
-        while True:
-            v = table[i]
-            if v == fp or v == EMPTY:
-                return i
-            i = (i + 1) & mask
-
     def get(self, fp: int) -> int | None:
         i = self._slot(fp or 1)
         return self.values[i] if self.table[i] != EMPTY else None
@@ -141,17 +154,13 @@ class FingerprintMap(FingerprintSet):
             if self.count > self.limit:
                 self._grow()
 
-    def _grow(self) -> None:
-        """Double the table, moving each fingerprint with its value (no pairs list: at a
+    def _grow(self, moved=None) -> array:
+        """Grow as the set does, moving each fingerprint's value with it (no pairs list: at a
         million entries one would cost a hundred megabytes for the moment of the move)."""
-        old_table, old_values = self.table, self.values
-        size = 2 * len(old_table)
-        table, values = array("Q", [EMPTY]) * size, array("L", [0]) * size
-        mask = size - 1
-        for j, fp in enumerate(old_table):
-            if fp:
-                i = (fp ^ (fp >> 29)) & mask
-                while table[i] != EMPTY:
-                    i = (i + 1) & mask
-                table[i], values[i] = fp, old_values[j]
-        self.table, self.values, self.mask, self.limit = table, values, mask, int(size * MAX_LOAD)
+        old_values = self.values
+        values = self.values = array("L", [0]) * grown_size(len(old_values))
+
+        def move(j: int, i: int) -> None:
+            values[i] = old_values[j]
+
+        return super()._grow(move)

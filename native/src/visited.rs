@@ -1,8 +1,9 @@
 //! The visited set: 64-bit fingerprints in one open-addressing table with linear probing.
 //!
 //! The same table as checker/store/visited.py's `FingerprintSet`, slot for slot: the same hash, the
-//! same load limit and the same doubling, so both engines store and grow identically and
-//! tests/test_native.py can compare them call by call.
+//! same load limit and the same growth (by half, so a table just grown is half full, not 3/8),
+//! so both engines store and grow identically and tests/test_native.py can compare them call
+//! by call.
 
 /// An empty slot. Fingerprint 0 is stored as 1 (a 2^-64 bias, as in the Python set).
 const EMPTY: u64 = 0;
@@ -10,21 +11,30 @@ const EMPTY: u64 = 0;
 /// The first table of the Python set (`FingerprintSet(capacity=1 << 16)`).
 pub const DEFAULT_CAPACITY: usize = 1 << 16;
 
-/// The table's home slot for `fp`: the low bits, with high bits folded in (checker/store/visited.py).
+/// The table's home slot for `fp` among `len`: its bits, high ones folded in, scaled to the
+/// size (the high half of a 64-by-64 product; checker/store/visited.py).
 #[inline]
-fn home(fp: u64, mask: usize) -> usize {
-    ((fp ^ (fp >> 29)) as usize) & mask
+fn home(fp: u64, len: usize) -> usize {
+    (((fp ^ (fp >> 29)) as u128 * len as u128) >> 64) as usize
 }
 
 /// Where `fp` (never EMPTY) is in `table`, or the empty slot where it would go.
 #[inline]
 fn find(table: &[u64], fp: u64) -> usize {
-    let mask = table.len() - 1;
-    let mut i = home(fp, mask);
+    let len = table.len();
+    let mut i = home(fp, len);
     while table[i] != fp && table[i] != EMPTY {
-        i = (i + 1) & mask;
+        i += 1;
+        if i == len {
+            i = 0;
+        }
     }
     i
+}
+
+/// The size a full table of `len` slots grows to (checker/store/visited.py grown_size).
+fn grown_len(len: usize) -> usize {
+    len + (len / 2).max(1)
 }
 
 /// Fingerprint 0 is stored as 1.
@@ -41,11 +51,11 @@ pub struct FpSet {
 }
 
 impl FpSet {
-    /// A set of `capacity` slots; `capacity` must be a power of two (the probe masks with it).
+    /// A set of `capacity` slots, at least one.
     pub fn with_capacity(capacity: usize) -> Self {
         assert!(
-            capacity.is_power_of_two(),
-            "FpSet capacity {capacity} is not a power of two"
+            capacity >= 1,
+            "FpSet capacity {capacity}: at least one slot"
         );
         FpSet {
             table: vec![EMPTY; capacity],
@@ -89,10 +99,10 @@ impl FpSet {
     }
 }
 
-/// The table doubled; the old one holds no duplicates, so each fingerprint takes the first
+/// The table grown by half; the old one holds no duplicates, so each fingerprint takes the first
 /// free slot. `moved(from, to)` is told where each one went (a map moves its value with it).
 fn grown(old: &[u64], mut moved: impl FnMut(usize, usize)) -> Vec<u64> {
-    let mut table = vec![EMPTY; 2 * old.len()];
+    let mut table = vec![EMPTY; grown_len(old.len())];
     for (j, &fp) in old.iter().enumerate().filter(|&(_, &fp)| fp != EMPTY) {
         let i = find(&table, fp);
         table[i] = fp;
@@ -142,7 +152,7 @@ impl FpMap {
         set.table[i] = fp;
         set.count += 1;
         if set.count > set.limit {
-            let mut values = vec![0; 2 * set.table.len()];
+            let mut values = vec![0; grown_len(set.table.len())];
             set.table = grown(&set.table, |j, i| values[i] = self.values[j]);
             set.limit = load_limit(set.table.len());
             self.values = values;
@@ -170,7 +180,7 @@ impl Default for FpSet {
     }
 }
 
-/// `int(capacity * 0.75)` as the Python set computes it (exact for every power of two).
+/// `int(capacity * 0.75)` as the Python set computes it.
 fn load_limit(capacity: usize) -> usize {
     capacity / 4 * 3 + capacity % 4 * 3 / 4
 }
@@ -190,9 +200,9 @@ mod python {
         #[pyo3(signature = (capacity = super::DEFAULT_CAPACITY))]
         fn new(capacity: usize) -> PyResult<Self> {
             // A ValueError for the caller's mistake; the core's assert stays for Rust callers.
-            if !capacity.is_power_of_two() {
+            if capacity < 1 {
                 return Err(PyValueError::new_err(format!(
-                    "capacity {capacity} is not a power of two"
+                    "capacity {capacity}: at least one slot"
                 )));
             }
             Ok(PyFpSet(super::FpSet::with_capacity(capacity)))
@@ -242,35 +252,50 @@ mod tests {
         assert_eq!(s.len(), 1);
     }
 
+    /// A fingerprint whose home is slot `slot` of 8: below 2^29 a fingerprint mixes to itself,
+    /// so its top bits pick the slot (2^61 per slot of 8).
+    fn at(slot: u64, low: u64) -> u64 {
+        (slot << 61) | low
+    }
+
+    #[test]
+    fn homes_scale_to_the_size() {
+        assert_eq!(home(at(3, 5), 8), 3);
+        assert_eq!(home(u64::MAX >> 35, 12), 0); // below 2^29: mixes to itself, slot 0
+        assert_eq!(home(1 << 63, 12), 6);
+    }
+
     #[test]
     fn collisions_probe_linearly() {
-        // Fingerprints below 2^29 hash to themselves: 3, 11 and 19 share slot 3 of 8.
         let mut s = FpSet::with_capacity(8);
-        for fp in [3, 11, 19] {
+        for fp in [at(3, 1), at(3, 2), at(3, 3)] {
             assert!(s.add(fp));
         }
-        assert_eq!(s.table[3..6], [3, 11, 19]);
-        assert!(!s.add(19) && s.contains(11) && !s.contains(27));
+        assert_eq!(s.table[3..6], [at(3, 1), at(3, 2), at(3, 3)]);
+        assert!(!s.add(at(3, 3)) && s.contains(at(3, 2)) && !s.contains(at(3, 4)));
     }
 
     #[test]
     fn probe_wraps_around_the_end() {
         let mut s = FpSet::with_capacity(8);
-        assert!(s.add(7) && s.add(15));
-        assert_eq!((s.table[7], s.table[0]), (7, 15));
-        assert!(s.contains(15));
+        assert!(s.add(at(7, 1)) && s.add(at(7, 2)));
+        assert_eq!((s.table[7], s.table[0]), (at(7, 1), at(7, 2)));
+        assert!(s.contains(at(7, 2)));
     }
 
     #[test]
-    fn grows_past_three_quarters() {
+    fn grows_by_half_past_three_quarters() {
         let mut s = FpSet::with_capacity(8);
         for fp in 1..=6 {
             s.add(fp);
         }
         assert_eq!(s.nbytes(), 64, "6 of 8 is the limit, not past it");
         s.add(7);
-        assert_eq!((s.nbytes(), s.len()), (128, 7));
+        assert_eq!((s.nbytes(), s.len()), (96, 7));
         assert!((1..=7).all(|fp| s.contains(fp)) && !s.contains(8));
+        let mut one = FpSet::with_capacity(1);
+        assert!(one.add(5) && one.add(6));
+        assert_eq!(one.table.len(), 3);
     }
 
     #[test]
@@ -316,14 +341,22 @@ mod tests {
 
     #[test]
     fn load_limit_is_pythons_int_of_three_quarters() {
-        for (capacity, limit) in [(1, 0), (2, 1), (4, 3), (8, 6), (1 << 16, 49152)] {
+        for (capacity, limit) in [
+            (1, 0),
+            (2, 1),
+            (3, 2),
+            (4, 3),
+            (8, 6),
+            (12, 9),
+            (1 << 16, 49152),
+        ] {
             assert_eq!(load_limit(capacity), limit);
         }
     }
 
     #[test]
-    #[should_panic(expected = "not a power of two")]
-    fn capacity_must_be_a_power_of_two() {
-        FpSet::with_capacity(12);
+    #[should_panic(expected = "at least one slot")]
+    fn capacity_must_be_a_slot_or_more() {
+        FpSet::with_capacity(0);
     }
 }
