@@ -18,6 +18,7 @@ import time
 
 import kafkamc.checker.engines.transport as transport
 from kafkamc.checker.engines.level import note_step, smaller
+from kafkamc.checker.engines.search import Ticker
 from kafkamc.checker.store.keys import index_bytes
 
 
@@ -50,32 +51,30 @@ class CorePart:
         check_step, check_state, state_test = checks.check_step, checks.check_state, checks.state_test
         tests: dict = {}
         before = attached.fired()
-        take, step, visit, route = core.take_part, core.next, core.visit, core.route
+        run, visit, route, every = core.run, core.visit, core.route, Ticker.EVERY
         core.start_level()
-        done = 0
+        ok = True  # the last state tested passed: the core remembers its groups' verdicts
         try:
-            while (got := take()) is not None:
-                if deadline is not None and done & 0xFF == 0 and time.monotonic() >= deadline:
-                    found.cut = True
-                    break
-                done += 1
-                key, serials = got
-                ok = True  # the last state tested passed: the core remembers its groups' verdicts
-                while (event := step(ok)) is not None:
-                    new, index, fp, changed, child, _ = event
-                    nxt = misses.state(child)
-                    if not new:
-                        parent = misses.parent_of(tuple(serials))
-                        note_step(found, check_step, reach, parent, nxt, key + index_bytes(index))
-                        if not visit(fp):
-                            continue
-                        changed = -1
-                    test = tests.get(changed)
-                    if test is None:
-                        test = tests[changed] = state_test(changed)
-                    ok = test(nxt)
-                    bad = 0 if ok else self._bad(check_state(nxt))
-                    route(fp, index, child, bad)
+            while (event := run(None, every, ok)) is not None:
+                if event.__class__ is int:  # every Ticker.EVERY states: the clock
+                    if deadline is not None and time.monotonic() >= deadline:
+                        found.cut = True
+                        break
+                    continue
+                new, index, fp, changed, child, _, _, _, at = event
+                nxt = misses.state(child)
+                if not new:
+                    key, serials = at
+                    note_step(found, check_step, reach, misses.parent_of(serials), nxt, key + index_bytes(index))
+                    if not visit(fp):
+                        continue
+                    changed = -1
+                test = tests.get(changed)
+                if test is None:
+                    test = tests[changed] = state_test(changed)
+                ok = test(nxt)
+                bad = 0 if ok else self._bad(check_state(nxt))
+                route(fp, index, child, bad)
         finally:
             after = attached.fired()
             found.generated += sum(after.values()) - sum(before.values())

@@ -230,18 +230,24 @@ impl Core {
         Ok(Some(node))
     }
 
-    /// Expand the queue's states until Python must look at something: a transition as `next`
-    /// gives it, then the expanded state's node and depth, and for a step the quiet test does
-    /// not pass its components; TICK after every `every`-th state expanded; CAP after a state
-    /// that left `cap` or more states visited; None when the queue is empty (src/search/run.rs).
-    #[pyo3(signature = (cap, every))]
+    /// Expand the queue's states (a part's: its frontier's) until Python must look at
+    /// something: a transition as (new, index, fingerprint, changed mask, successor's serials,
+    /// node or -1, the expanded state's node, its depth, before), new=False for a step the
+    /// quiet test does not pass (nothing done: the search checks it and adds it), whose
+    /// `before` gives the state before (its components; a part's: its path key and them);
+    /// TICK after every `every`-th state expanded; CAP after a state that left `cap` or more
+    /// states visited; None when none is left (src/search/run.rs). A part is not given a new
+    /// state it routes itself. `ok`: whether the last new state given passed its state test
+    /// (its groups are then known true).
+    #[pyo3(signature = (cap, every, ok=true))]
     fn run<'py>(
         &mut self,
         py: Python<'py>,
         cap: Option<usize>,
         every: u64,
+        ok: bool,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.run_states(py, cap, every)
+        self.run_states(py, cap, every, ok)
     }
 
     /// Set the cursor on the transitions of a state given by its components' serials and its
@@ -296,38 +302,6 @@ impl Core {
         self.visited.contains(fp)
     }
 
-    /// The next transition of the current state the search must look at, as
-    /// (new, index, fingerprint, changed mask, successor's serials, node or -1):
-    /// a new state (new=True: already visited, numbered and queued), or a step the quiet test
-    /// does not pass (new=False: nothing done; the search checks it, then calls add()).
-    /// None when the state has no more. A new state whose change touches only groups of
-    /// invariant parts known true on its components is not given to Python at all (with
-    /// keep=False it is, with changed 0: nothing to test). `ok`: whether the last new state
-    /// given passed its state test (its groups are then known true).
-    #[allow(clippy::type_complexity)]
-    #[pyo3(signature = (ok=true))]
-    fn next(
-        &mut self,
-        py: Python<'_>,
-        ok: bool,
-    ) -> PyResult<Option<(bool, i64, u64, u32, Vec<u32>, i64)>> {
-        if let Some((changed, comps)) = self.tested.take()
-            && ok
-            && let Some(v) = self.verdicts.as_mut()
-        {
-            v.mark(changed, &comps[..]);
-        }
-        let mut cur = match self.cursor.take() {
-            Some(c) => c,
-            None => return Ok(None),
-        };
-        let out = self.advance(py, &mut cur);
-        if matches!(out, Ok(Some(_))) {
-            self.cursor = Some(cur);
-        }
-        out
-    }
-
     /// Make this core worker `me`'s part of `peers` (keep=False): it keeps its level and
     /// fills its peers' parcels itself (src/part.rs); Python routes only the states it tests.
     fn part(&mut self, me: usize, peers: usize) {
@@ -349,19 +323,6 @@ impl Core {
         let part = self.part_mut()?;
         part.start_level();
         Ok(part.frontier.len())
-    }
-
-    /// The next state of the frontier, the cursor set on its transitions: (its path key, its
-    /// components); None at the end of the frontier.
-    fn take_part<'py>(
-        &mut self,
-        py: Python<'py>,
-    ) -> PyResult<Option<(Bound<'py, PyBytes>, Vec<u32>)>> {
-        let Some((fp, comps)) = self.part_mut()?.take() else {
-            return Ok(None);
-        };
-        self.begin(py, comps.clone(), fp, 0, 0)?;
-        Ok(Some((PyBytes::new(py, &self.part_mut()?.key), comps)))
     }
 
     /// Route a successor Python tested (`bad`: its broken invariant's id in Python's table, 0 none).
