@@ -288,9 +288,11 @@ def test_bench_prints_the_table_as_json():
     assert row["distinct_states_per_s"] > 0 and row["peak_memory_mib"] > 0
     assert 0 < row["visited_bytes_per_state"] <= 32
     assert row["core"] == ("native" if native.load() is not None else "python")
-    assert row["caches"]["BrokerCrash"]["misses"] == 4462  # keyed on every broker before issue 40: 288,090
+    # Keyed on every broker before issue 40: 288,090; 4,462 while Python kept a quarter of the budget.
+    assert row["caches"]["BrokerCrash"]["misses"] == 4475
     if row["core"] == "native":  # where the core's memory went (native/src/search/memory.rs)
-        assert row["core_tables_mib"]["visited"] == 8.0 and row["core_tables_mib"]["parcels"] == 0
+        # 746,496 slots of 8 bytes: the visited set grows by half (checker/store/visited.py).
+        assert row["core_tables_mib"]["visited"] == 5.7 and row["core_tables_mib"]["parcels"] == 0
 
 
 def test_bench_unknown_run_is_one_line():
