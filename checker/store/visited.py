@@ -5,7 +5,7 @@ a state costs one 8-byte slot of an open-addressing table kept between 1/2 and 3
 plus 4 bytes of parent node number and 2 of successor index: 17 to 22 bytes per state.
 
 A full table grows by half, not by doubling: just grown, a doubled table is 3/8 full, and
-at the end of a long search that is a worker's largest table, a quarter of its memory
+at the end of a long search that is a worker's largest table, a fifth of its memory
 (docs/PERFORMANCE.md, round ten). So the size is no power of two, and a fingerprint's home
 slot is its mixed bits scaled to the size (the high bits of a 64-by-64 product), not masked.
 native/src/visited.rs keeps the same table slot for slot.
