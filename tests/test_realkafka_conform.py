@@ -17,6 +17,15 @@ from test_realkafka_replay import _jvms_of, _text
 pytestmark = pytest.mark.kafka
 
 
+def _why(r, out) -> str:
+    """A failed run's report, its discrepancy and the observations around it first (a tail of
+    stdout cut them off in CI), then the start of its log excerpt and the end of stderr."""
+    reports = sorted(out.glob("*/report.txt")) if out.exists() else []
+    text = reports[0].read_text() if reports else r.stdout[-3000:]
+    head, _, logs = text.partition("  the brokers' and the controller's log lines")
+    return head[-5000:] + logs[:2500] + r.stderr[-2000:]
+
+
 @pytest.mark.parametrize(
     "args,config",
     [
@@ -34,7 +43,7 @@ pytestmark = pytest.mark.kafka
 def test_a_short_run_is_consistent_and_a_broken_model_is_not(kafkamc_cli, tmp_path, args, config):
     out = tmp_path / "runs"
     r = kafkamc_cli("conform", "--faults", "8", *args, "--out", out, timeout=900)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert r.returncode == 0, _why(r, out)
     run = next(out.iterdir())
     report = (run / "report.txt").read_text().splitlines()
     assert report[0].startswith(config + ": ")
@@ -79,7 +88,7 @@ def test_partitions_and_power_losses_are_consistent_and_leave_nothing(kafkamc_cl
     out = tmp_path / "runs"
     args = ("--faults", "6", "--seed", "203", "--kafka-version", "4.4.0", "--partitions", "--power-loss")
     r = kafkamc_cli("conform", *args, "--out", out, timeout=900)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert r.returncode == 0, _why(r, out)
     run = next(out.iterdir())
     report = (run / "report.txt").read_text().splitlines()
     assert ", cuts leader-controller leader-follower follower-controller, power losses: " in report[0]
