@@ -66,6 +66,9 @@ pub struct Core {
     n: usize,
     attrs: Attributes,
     arena: Arena,
+    /// A mapped outcome applied to the current state (src/search/misses.rs apply): read once by
+    /// the cursor, so it is kept apart and emptied at the next state, not left in the arena.
+    scratch: Arena,
     steps: Vec<StepCache>,
     /// Per step cache, a RoundTrip's halves (empty for any other step).
     trips: Vec<trip::Trip>,
@@ -164,6 +167,7 @@ impl Core {
             n,
             attrs: Attributes::default(),
             arena: Arena::default(),
+            scratch: Arena::default(),
             steps: Vec::new(),
             trips: Vec::new(),
             cands: Vec::new(),
@@ -262,6 +266,7 @@ impl Core {
     ) -> PyResult<()> {
         self.sync(py)?;
         self.tested = None;
+        self.scratch.clear();
         self.bound();
         let (same, _) = self.observed(py, &comps)?;
         let mut touch: u32 = 1 | 1 << self.g();

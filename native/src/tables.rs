@@ -126,6 +126,10 @@ pub type Row = (Vec<(u8, u32)>, u64, u32);
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Outs(pub u32, pub u32);
 
+/// The bit of a list's start that places it in the core's scratch arena, not the outcomes'
+/// (an arena within any budget holds far fewer than 2^31 outcomes).
+pub const SCRATCH: u32 = 1 << 31;
+
 /// What a step cache holds: outcomes, or outcomes whose runs mapped brokers, with (map id,
 /// positions it maps as a bitmask) per outcome at `maps` in the maps arena.
 #[derive(Clone, Copy, Debug)]

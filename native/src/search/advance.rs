@@ -3,7 +3,7 @@
 //! and the new states added to the visited set and the queue.
 
 use super::{Core, Cursor};
-use crate::tables::Key;
+use crate::tables::{Arena, Key, Outs, SCRATCH};
 use pyo3::prelude::*;
 
 /// A cache key of these components (the unused places u32::MAX).
@@ -17,6 +17,15 @@ impl Core {
     /// The ghost's position among the components.
     pub(super) fn g(&self) -> usize {
         self.n + 1
+    }
+
+    /// The arena a list of outcomes is in, and where it starts there.
+    fn holding(&self, outs: Outs) -> (&Arena, u32) {
+        if outs.0 & SCRATCH != 0 {
+            (&self.scratch, outs.0 & !SCRATCH)
+        } else {
+            (&self.arena, outs.0)
+        }
     }
 
     #[allow(clippy::type_complexity)]
@@ -46,10 +55,11 @@ impl Core {
                 cur.kind = cand.kind;
                 continue;
             }
-            let o = self.arena.outs[(cur.outs.0 + cur.oi) as usize];
+            let (arena, start) = self.holding(cur.outs);
+            let o = arena.outs[(start + cur.oi) as usize];
             cur.oi += 1;
             cur.index += 1;
-            let changes = self.arena.changes(&o);
+            let changes = arena.changes(&o);
             let observed = o.mask & cur.touch != 0
                 || changes
                     .iter()

@@ -3,7 +3,7 @@
 
 use super::trip::Trip;
 use super::{Cand, Core, Obs};
-use crate::tables::{Entry, Key, Outs, Row, StepCache};
+use crate::tables::{Entry, Key, Outs, Row, SCRATCH, StepCache};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
@@ -176,7 +176,7 @@ impl Core {
 
     /// A mapped outcome on this state (checker/cache/outcomes.py Outcomes.apply): each position its
     /// map covers gets the map's result for the component there, memoised per serial. The
-    /// results go to the end of the arena (emptied between two states past its limit).
+    /// results go to the scratch arena, marked SCRATCH: only this state's cursor reads them.
     pub(super) fn apply(
         &mut self,
         py: Python<'_>,
@@ -213,7 +213,8 @@ impl Core {
             changes.sort_unstable_by_key(|c| c.0);
             made.push((changes, delta, mask));
         }
-        Ok(self.arena.add(made))
+        let o = self.scratch.add(made);
+        Ok(Outs(o.0 | SCRATCH, o.1))
     }
 
     /// The quiet test of a step, from its groups' remembered verdicts when every group is
