@@ -109,9 +109,9 @@ def cli(ctx):
     default=DEFAULT_MIB,
     show_default=True,
     metavar="MIB",
-    help="per process, the memory the step caches may hold (at about 700 bytes an entry; with the "
-    "native core, a tenth of it, and the core's own tables the rest); past it the caches that "
-    "hit least are emptied first. Smaller saves memory and costs step runs, never states",
+    help="the memory the step caches may hold, shared by the --workers processes (at about 700 "
+    "bytes an entry; with the native core, a tenth of it, and the core's own tables the rest); past "
+    "it the caches that hit least are emptied first. Smaller saves memory and costs step runs, never states",
 )
 @click.option(
     "--verify",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kafkamc.checker.cache.budget import DEFAULT_MIB, entries_for
+from kafkamc.checker.cache.budget import DEFAULT_MIB, share_of
 from kafkamc.checker.cache.fast import FastModel
 from kafkamc.checker.engines.explorer import explore
 from kafkamc.checker.engines.progress import Progress
@@ -272,14 +272,15 @@ def run_check(
     `liveness`, or a liveness property among `invariants`, the liveness properties are checked
     after a safety pass that holds (checker/liveness/check.py); with only liveness properties named,
     there is no safety pass. `verify`: the share of expanded states checked against the spec
-    (checker/cache/verify.py). `cache_mib`: the step caches' budget per process (checker/cache/budget.py).
+    (checker/cache/verify.py). `cache_mib`: the step caches' budget, shared by the `workers` processes (checker/cache/budget.py).
     `python_engine`: one process runs without the native core (checker/core/native_search.py)."""
     cfg = cfg.bounded(BOUNDS)  # a Python caller's Config (the tables, tests); a command's has them already
     live = None if invariants is None else [n for n in invariants if is_liveness(n)]
     if live:
         invariants = [n for n in invariants if not is_liveness(n)]
     only_liveness = bool(live) and not invariants
-    model = Model(cfg) if reference else FastModel(cfg, verify=verify, cache_entries=entries_for(cache_mib))
+    entries = share_of(cache_mib, workers if spark is None else 1)  # a Spark executor has its own
+    model = Model(cfg) if reference else FastModel(cfg, verify=verify, cache_entries=entries)
     suite = InvariantSuite(cfg, invariants, properties)
     known = [name for name, _ in suite.reach_functions()]
     for name in reach:

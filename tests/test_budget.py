@@ -7,7 +7,7 @@ import platform
 from pathlib import Path
 
 import pytest
-from kafkamc.checker.cache.budget import CacheBudget, entries_for
+from kafkamc.checker.cache.budget import CacheBudget, entries_for, share_of
 from kafkamc.checker.cache.fast import FastModel
 from kafkamc.checker.cache.outcomes import StepCache
 from kafkamc.checker.engines.explorer import explore
@@ -101,3 +101,19 @@ def test_glibc_maps_the_large_blocks_a_search_frees():
     """checker/store/memory.py map_large_blocks: glibc takes the fixed mmap threshold (mallopt
     says 1), so a table that doubles gives its old copy back instead of a hole in the heap."""
     assert map_large_blocks() is True
+
+
+@pytest.mark.parametrize("workers,entries", [(1, 766_958), (2, 383_479)])
+def test_the_workers_share_one_budget(monkeypatch, workers, entries):
+    """--cache-mib is the run's: two workers at the default 512 MiB hold 256 MiB of entries each."""
+    import kafkamc.jobs.run as run
+
+    asked = []
+
+    def recording(mib, processes):
+        asked.append(share_of(mib, processes))
+        return asked[-1]
+
+    monkeypatch.setattr(run, "share_of", recording)
+    result = run.run_check(Config(rf=2, minisr=2), workers=workers).result
+    assert (asked, result.distinct_states) == ([entries], 9_291)

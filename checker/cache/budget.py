@@ -23,7 +23,7 @@ from itertools import islice
 # are bounded at a quarter of the entries each): measured at three million states of
 # --max-fences 1, one process, as the peak RSS saved per entry between budgets.
 ENTRY_BYTES = 700
-DEFAULT_MIB = 512  # per process: the default check's step caches fit whole (620,615 entries)
+DEFAULT_MIB = 512  # for the run, the workers share it: the default check's caches fit whole in one process
 LOW = 20  # a cache hitting on fewer than 1 lookup in LOW is not worth its entries
 # With the native core attached, the core keeps the outcomes, candidates and observations
 # itself, in a few dozen bytes each where a Python entry costs ENTRY_BYTES, and the Python
@@ -38,6 +38,12 @@ PY_SHARE = 0.1
 def entries_for(mib: float) -> int:
     """The budget in entries for a budget in MiB (at ENTRY_BYTES an entry)."""
     return max(1024, int(mib * 2**20 / ENTRY_BYTES))
+
+
+def share_of(mib: float, processes: int) -> int:
+    """One process's entries when `processes` share a budget of `mib` (--cache-mib is the run's,
+    so --workers does not multiply it: docs/PERFORMANCE.md, round eleven)."""
+    return entries_for(mib / processes)
 
 
 class CacheBudget:
