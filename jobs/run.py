@@ -272,8 +272,9 @@ def run_check(
     `liveness`, or a liveness property among `invariants`, the liveness properties are checked
     after a safety pass that holds (checker/liveness/check.py); with only liveness properties named,
     there is no safety pass. `verify`: the share of expanded states checked against the spec
-    (checker/cache/verify.py). `cache_mib`: the step caches' budget, shared by the `workers` processes (checker/cache/budget.py).
-    `python_engine`: one process runs without the native core (checker/core/native_search.py)."""
+    (checker/cache/verify.py). `cache_mib`: the step caches' budget, shared by the `workers`
+    processes (checker/cache/budget.py). `python_engine`: one process runs without the native
+    core (checker/core/native_search.py)."""
     cfg = cfg.bounded(BOUNDS)  # a Python caller's Config (the tables, tests); a command's has them already
     live = None if invariants is None else [n for n in invariants if is_liveness(n)]
     if live:
