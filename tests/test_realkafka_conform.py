@@ -19,11 +19,22 @@ pytestmark = pytest.mark.kafka
 
 def _why(r, out) -> str:
     """A failed run's report, its discrepancy and the observations around it first (a tail of
-    stdout cut them off in CI), then the start of its log excerpt and the end of stderr."""
+    stdout cut them off in CI), with the first dozen lines of its log excerpt, then stderr's end."""
     reports = sorted(out.glob("*/report.txt")) if out.exists() else []
-    text = reports[0].read_text() if reports else r.stdout[-3000:]
-    head, _, logs = text.partition("  the brokers' and the controller's log lines")
-    return head[-5000:] + logs[:2500] + r.stderr[-2000:]
+    if not reports:
+        return r.stdout[-3000:] + r.stderr[-2000:]
+    kept, logs = [], None
+    for line in reports[0].read_text().splitlines():
+        if line.startswith("  the brokers' and the controller's log lines"):
+            logs = 0
+        elif logs is not None and line.startswith("    "):
+            logs += 1
+            if logs > 12:
+                continue
+        else:
+            logs = None
+        kept.append(line[:300])
+    return "\n".join(kept) + "\n" + r.stderr[-2000:]
 
 
 @pytest.mark.parametrize(
