@@ -83,7 +83,7 @@ class CheckRun:
         return [
             a.name
             for a in NEXT
-            if not a.rare and fired.get(a.name, 0) == 0 and self._in_force(a) and not self._bounded_off(a)
+            if not a.rare and fired.get(a.name, 0) == 0 and a.may_fire(self.config)
         ]
 
     def left_off(self) -> dict:
@@ -91,23 +91,10 @@ class CheckRun:
         those bounds' settings."""
         fired = self.coverage()
         return {
-            a.name: self._bounded_off(a)
+            a.name: a.bounded_off(self.config)
             for a in NEXT
-            if fired.get(a.name, 0) == 0 and self._in_force(a) and self._bounded_off(a)
+            if fired.get(a.name, 0) == 0 and a.in_force(self.config) and a.bounded_off(self.config)
         }
-
-    def _in_force(self, a) -> bool:
-        """Whether the action's protocol rule and Kafka setting, if it has them, are the ones here."""
-        rule, setting = a.rule, a.setting
-        if rule and self.config.rule(rule[0]) not in rule[1]:
-            return False
-        return not (setting and getattr(self.config, setting[0]) != setting[1])
-
-    def _bounded_off(self, a) -> list:
-        """The bounds, all at 0 here, without which the action cannot fire ([] if one is above 0)."""
-        if a.needs and all(self.config.bound(b) == 0 for b in a.needs):
-            return [b.setting for b in a.needs]
-        return []
 
     def reached(self) -> dict:
         """Reachability property -> length of its shortest witness found, or None."""

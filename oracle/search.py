@@ -92,7 +92,7 @@ def explore_oracle(
     changes them) and check it."""
     start = time.monotonic()
     cfg = cfg.bounded(BOUNDS)  # what a property may read (cfg.max_records), whatever `actions` spend
-    model = Model(cfg, actions) if observation is None else Model(cfg, actions, observation=observation)
+    model = Model(cfg, actions, prune=False) if observation is None else Model(cfg, actions, False, observation)
     checks = checks if checks is not None else Checks(cfg, invariants, properties)
     values, prev_values = checks.values, checks.prev_values
     parent: dict[State, tuple] = {}  # state -> (parent state or None, action, depth)

@@ -134,7 +134,7 @@ class Validator:
     def __init__(self, cfg: Config, replicas: tuple[int, ...], actions: tuple | None = None, limit: int = MAX_FRONTIER):
         self.cfg, self.limit = cfg, limit
         # A fetch answers with every record the leader has, as a run's brokers do (fetch_all.py).
-        self.model = Model(cfg, fetch_all.actions(NEXT if actions is None else actions), search=False)
+        self.model = Model(cfg, fetch_all.actions(NEXT if actions is None else actions), prune=False)
         self.brokers = cfg.brokers
         self.frontier = [Item(normal(initial_state(cfg.rf, replicas, len(cfg.brokers))), (), frozenset())]
         self.view = self.cview(self.frontier[0].state)

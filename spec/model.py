@@ -32,18 +32,23 @@ class Model:
         self,
         config: Config,
         actions: tuple[Action, ...] | None = None,
-        search: bool = True,
+        prune: bool = True,
         observation: Callable[[Config, State], State] = observe,
     ):
         self.actions: tuple[Action, ...] = spec_next.NEXT if actions is None else tuple(actions)
         # The limits are derived here, from Next and the actions the model is built with (a test's
         # changed list may drop one, or add one with a bound of its own); the values were checked
-        # once where they entered (the flags, a gate or trace file: Config.validated). `search` is
-        # what trace validation (realkafka/validate.py) passes: a real run's records are not
-        # bounded, and no Model checks them now.
+        # once where they entered (the flags, a gate or trace file: Config.validated).
         self.config = config.bounded((*spec_next.BOUNDS, *spec_next.bounds_of(self.actions)))
         self.steps = {a.type: a.step for a in self.actions}
-        self.candidate_fns = tuple(a.candidates for a in self.actions)
+        # With prune, only the actions that may fire under the bounds, rule and settings
+        # (Action.may_fire) are enumerated; the others are idle, and the fast path checks now
+        # and then that they offer nothing (checker/cache/verify.py check_idle). The reference
+        # engine (oracle/search.py) trusts no declaration, and trace validation
+        # (realkafka/validate.py) follows a real run, which no bound limits: both pass prune=False.
+        firing = [a for a in self.actions if not prune or a.may_fire(self.config)]
+        self.candidate_fns = tuple(a.candidates for a in firing)
+        self.idle_fns = tuple(a.candidates for a in self.actions if a not in firing)
         self.observation = observation  # how the ghost observes a state (spec.hw.observe unless given)
 
     def initial_states(self) -> list[State]:

@@ -48,6 +48,8 @@ class Action:
     wording: Wording
     bounds: tuple[Bound, ...] = ()  # budgets it spends; with all of them 0 it never fires
     enabled_by: tuple[Bound, ...] = ()  # bounds without which it never fires, though it spends none
+    # (rule, values, bounds): under that rule these bounds enable it too (what needs says it needs)
+    enabled_under: tuple | None = None
     rule: tuple[str, tuple[str, ...]] | None = None  # (rule, values) under which alone it fires
     setting: tuple[str, object] | None = None  # (Config field, value) under which alone it fires
     moves_replicas: bool = False  # it may change the replica set's order (symmetry must relabel)
@@ -67,8 +69,32 @@ class Action:
 
     @property
     def needs(self) -> tuple[Bound, ...]:
-        """The bounds of which at least one must be above 0 for the action to fire."""
-        return self.bounds + self.enabled_by
+        """The bounds of which at least one must be above 0 for the action to fire (under any rule)."""
+        return self.bounds + self.enabled_by + (self.enabled_under[2] if self.enabled_under else ())
+
+    def needs_under(self, cfg) -> tuple[Bound, ...]:
+        """The bounds of which at least one must be above 0 for the action to fire under cfg's rules."""
+        under = self.enabled_under
+        extra = under[2] if under and cfg.rule(under[0]) in under[1] else ()
+        return self.bounds + self.enabled_by + tuple(b for b in extra if b not in self.enabled_by)
+
+    def in_force(self, cfg) -> bool:
+        """Whether its protocol rule and Kafka setting, if it has them, are those of cfg."""
+        rule, setting = self.rule, self.setting
+        if rule and cfg.rule(rule[0]) not in rule[1]:
+            return False
+        return not (setting and getattr(cfg, setting[0]) != setting[1])
+
+    def bounded_off(self, cfg) -> list:
+        """The bounds, all at 0 in cfg, without which it cannot fire ([] if one is above 0)."""
+        needs = self.needs_under(cfg)
+        if needs and all(cfg.bound(b) == 0 for b in needs):
+            return [b.setting for b in needs]
+        return []
+
+    def may_fire(self, cfg) -> bool:
+        """Whether, by its declaration, it may fire under cfg (a search enumerates only those)."""
+        return self.in_force(cfg) and not self.bounded_off(cfg)
 
 
 _DEAD = (lc.CRASHES, lc.UNCLEAN_CRASHES)  # a broker's session times out only after one of these
@@ -110,7 +136,8 @@ NEXT: tuple[Action, ...] = (
         ap.alter_partition,
         "strong",
         ap.ALTER_PARTITION_WORDS,
-        bounds=(ap.ISR_SHRINKS,),
+        # A shrink spends an ISR shrink; an expansion spends nothing, so with no shrinks left
+        # it still fires (a restarted or reassigned replica joins), and it declares no bound.
     ),
     Action(
         ap.HandleAlterPartitionResponse,
@@ -163,7 +190,8 @@ NEXT: tuple[Action, ...] = (
         lc.broker_heartbeat,
         "weak",
         lc.HEARTBEAT_WORDS,
-        enabled_by=(lc.FENCES,),  # and, under incarnations=kraft_steps, a new incarnation's unfence
+        enabled_by=(lc.FENCES,),
+        enabled_under=("incarnations", ("kraft_steps",), _STOPS),  # a new incarnation registers fenced
     ),
     Action(
         el.AutoLeaderRebalance,

@@ -23,7 +23,7 @@ import pytest
 from helpers import run_kafkamc
 from kafkamc.checker.cache.fast import FastModel
 from kafkamc.checker.cache.footprint import RawReadError
-from kafkamc.checker.cache.verify import SymmetryError
+from kafkamc.checker.cache.verify import FastPathError, SymmetryError
 from kafkamc.checker.engines.explorer import explore
 from kafkamc.cli.main import main
 from kafkamc.oracle.search import explore_oracle
@@ -31,6 +31,7 @@ from kafkamc.spec import broker_lifecycle as lc
 from kafkamc.spec import produce as pr
 from kafkamc.spec.config import Config
 from kafkamc.spec.hw import observe
+from kafkamc.spec.model import Model
 from kafkamc.spec.next import NEXT
 from kafkamc.spec.state import replace
 
@@ -209,3 +210,34 @@ def test_verify_on_the_command_line():
     ]:
         p = run_kafkamc(*small, *flags)
         assert p.returncode == 2 and p.stderr.startswith(f"kafkamc: error: {message}"), p.stderr
+
+
+def test_the_search_leaves_out_only_the_actions_that_cannot_fire():
+    """A search enumerates the actions its bounds, rule and settings let fire (Action.may_fire);
+    the reference engine and trace validation enumerate all of Next."""
+    cfg = Config(rf=3, minisr=2)
+    names = [fn.__name__ for fn in FastModel(cfg).spec.idle_fns]
+    assert names == [
+        "registration_candidates",
+        "offsets_candidates",
+        "fence_candidates",
+        "heartbeat_candidates",
+        "auto_rebalance_candidates",
+        "elect_leaders_candidates",
+        "candidates",
+        "controlled_shutdown_candidates",
+        "complete_candidates",
+        "reassignment_candidates",
+        "cancel_candidates",
+    ]
+    assert len(Model(cfg).candidate_fns) == 12 and len(Model(cfg, prune=False).candidate_fns) == len(NEXT) == 23
+
+
+def test_an_action_declared_unable_to_fire_that_offers_a_step_stops_the_check():
+    # BrokerCrash declared to spend fences, not crashes: at --max-fences 0 the search would
+    # leave it out, and every state after a crash with it. The first candidate miss says so.
+    actions = tuple(dataclasses.replace(a, bounds=(lc.FENCES,)) if a.type is lc.BrokerCrash else a for a in NEXT)
+    cfg = Config(rf=2, minisr=1, max_records=1, max_fences=0)
+    with pytest.raises(FastPathError, match="BrokerCrash is declared unable to fire under this configuration"):
+        explore(FastModel(cfg, actions=actions))
+    assert explore(FastModel(cfg)).distinct_states == explore_oracle(cfg, [], actions=actions).counted

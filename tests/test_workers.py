@@ -111,3 +111,23 @@ def test_cli_bad_workers_is_one_line(kafkamc_cli, args, message):
 def test_cli_dfs_runs_in_one_process_by_default(kafkamc_cli):
     p = kafkamc_cli("check", "--rf", "2", "--minisr", "2", "--strategy", "dfs", "--json", "--quiet")
     assert p.returncode == 0 and json.loads(p.stdout)["workers"] == 1
+
+
+def test_a_worker_that_fails_while_the_other_waits_for_its_states_stops_the_run():
+    """Worker 1 fails mid-level while worker 0 waits for the states it would send: the run stops
+    with worker 1's error (it once hung, the coordinator waiting on worker 0's reply), and no
+    worker is left."""
+    import dataclasses
+    import multiprocessing
+
+    from kafkamc.checker.engines.workers import WorkerFailed
+    from kafkamc.spec import alter_partition as ap
+    from kafkamc.spec.next import NEXT
+
+    # AlterPartition declared to spend ISR shrinks: at 0 the search leaves it out, and the
+    # fast path's check of that declaration fails in the worker that meets an expansion first.
+    actions = tuple(dataclasses.replace(a, bounds=(ap.ISR_SHRINKS,)) if a.type is ap.AlterPartition else a for a in NEXT)
+    cfg = Config(rf=2, minisr=2, max_records=1, broker_count=3, max_reassignments=1, max_isr_shrinks=0)
+    with pytest.raises(WorkerFailed, match="^worker 1: FastPathError: AlterPartition is declared unable to fire"):
+        explore_workers(FastModel(cfg, actions=actions), InvariantSuite(cfg), 2)
+    assert multiprocessing.active_children() == []

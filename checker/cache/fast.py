@@ -19,7 +19,7 @@ from kafkamc.checker.cache.budget import DEFAULT_MIB, CacheBudget, entries_for, 
 from kafkamc.checker.cache.components import UNKNOWN, Components, Fresh
 from kafkamc.checker.cache.footprint import flag_parts
 from kafkamc.checker.cache.outcomes import Mapped, Outcomes, StepCache
-from kafkamc.checker.cache.verify import EVERY, FIRST, FastPathError, check_candidates, check_observed, check_symmetry
+from kafkamc.checker.cache.verify import EVERY, FIRST, FastPathError, check_candidates, check_idle, check_observed, check_symmetry
 from kafkamc.spec import symmetry
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
@@ -112,10 +112,13 @@ class FastSuccessors:
         actions = self.candidates_of(comps[0], comps[b], comps[n + 2], b)
         runs = self.candidate_runs
         runs[b] += 1
-        if self.cfg.symmetry and (runs[b] <= FIRST or runs[b] % EVERY == 0):
-            check_candidates(self.model, comps[0], comps[b], comps[n + 2], b, actions)
+        if runs[b] <= FIRST or runs[b] % EVERY == 0:
+            check_idle(self.model, comps[0], comps[b], comps[n + 2], b)
+            if self.cfg.symmetry:
+                check_candidates(self.model, comps[0], comps[b], comps[n + 2], b, actions)
+        caches = self.caches
         for a in actions:
-            sc = self.cache_of(a)
+            sc = caches.get(a) or self.cache_of(a)
             fixed = None
             if sc.reads is None or sc.reads <= local:
                 sc.lookups += 1

@@ -89,6 +89,20 @@ def check_candidates(model, c, br, u, b: int, actions) -> None:
         )
 
 
+def check_idle(model, c, br, u, b: int) -> None:
+    """Stop if an action the model leaves out of its search as unable to fire under its bounds,
+    rule and settings (spec/next.py Action.may_fire) has a candidate for broker b here: its
+    declaration is wrong, and the search would miss its states."""
+    for fn in model.idle_fns:
+        offered = fn(model.config, c, br, u, b)
+        if offered:
+            raise FastPathError(
+                f"{type(offered[0]).__name__} is declared unable to fire under this configuration (spec/next.py: "
+                f"its bounds, rule or setting), yet broker {b} has the candidate {offered[0]}; the search would "
+                "miss its states"
+            )
+
+
 def check_symmetry(model, state: State) -> None:
     """Verify mode's full check at one state: for each swap of two neighbouring broker ids
     (together they generate every relabelling), the spec's successors of the swapped state

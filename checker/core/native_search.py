@@ -113,8 +113,8 @@ class Misses:
     def state(self, serials) -> State:
         """The State these serials make; not kept (a new state is tested once, and expanded a
         level later)."""
-        by, n = self.by_serial, self.n
-        c = [by[s] for s in serials]
+        c = list(map(self.by_serial.__getitem__, serials))
+        n = self.n
         return new_tuple(State, (c[0], tuple(c[1 : n + 1]), c[n + 1], c[n + 2]))
 
     def _id(self, table: list, ids: dict, key, value) -> int:
@@ -137,10 +137,13 @@ class Misses:
         key = fast.cand_key[b](parts)
         found = fast.cand_caches[b].get(key) or fast._candidates_miss(state, comps, parts, b, key)
         rows = []
+        ids, kinds, trips = self.action_ids, self.kinds, self.trips
         for action, kind, fixed, sc in found:
             # One StepCache per action, never dropped: the action's id is its cache's id too.
-            a = self._id(self.actions, self.action_ids, id(sc), (action, sc))
-            rows.append((a, self.kinds[kind], a, None if fixed is None else self._rows(fixed), self.trips[kind]))
+            a = ids.get(id(sc))
+            if a is None:
+                a = self._id(self.actions, ids, id(sc), (action, sc))
+            rows.append((a, kinds[kind], a, None if fixed is None else self._rows(fixed), trips[kind]))
         return rows
 
     # A RoundTrip's halves (native/src/search/trip.rs), each through the Python cache of it

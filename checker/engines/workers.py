@@ -41,6 +41,7 @@ import traceback
 from array import array
 from collections.abc import Callable, Iterator
 from functools import partial
+from multiprocessing.connection import wait
 from queue import Empty
 
 import kafkamc.checker.engines.transport as transport
@@ -371,8 +372,9 @@ def explore_workers(
                 pass
         for p in procs:
             p.join(timeout=2)
-            if p.is_alive():
+            if p.is_alive():  # waiting for a failed worker's states: it never reads "stop"
                 p.terminate()
+                p.join(timeout=2)
         for q in inboxes:
             q.cancel_join_thread()
             q.close()
@@ -391,17 +393,29 @@ class _Coordinator(Tally):
         self.unreached = [name for name, _ in checks.reach_functions()] if checks is not None else []
 
     def _all(self, command: str, args: list) -> list:
+        """Each worker's reply, taken as it comes: a worker that failed may have left another
+        waiting for its states, so its error is read at once, not after the other's reply.
+        A worker that ended without a word is seen by its process's sentinel (a sibling
+        forked after its pipe was made holds that pipe open, so no EOF would come)."""
         for conn, arg in zip(self.pipes, args):
             conn.send((command, arg))
-        replies = []
-        for w, conn in enumerate(self.pipes):
-            try:
-                kind, value = conn.recv()
-            except EOFError:
-                raise WorkerFailed(f"worker {w} died (exit code {self.procs[w].exitcode})") from None
-            if kind == "error":
-                raise WorkerFailed(*value)
-            replies.append(value)
+        replies: list = [None] * len(self.pipes)
+        waiting = set(range(len(self.pipes)))
+        of = {c: w for w, c in enumerate(self.pipes)} | {p.sentinel: w for w, p in enumerate(self.procs)}
+        while waiting:
+            ready = wait([x for w in waiting for x in (self.pipes[w], self.procs[w].sentinel)])
+            for w in {of[r] for r in ready} & waiting:
+                conn = self.pipes[w]
+                try:
+                    if not conn.poll():
+                        raise EOFError
+                    kind, value = conn.recv()
+                except EOFError:
+                    raise WorkerFailed(f"worker {w} died (exit code {self.procs[w].exitcode})") from None
+                if kind == "error":
+                    raise WorkerFailed(*value)
+                replies[w] = value
+                waiting.discard(w)
         return replies
 
     def run(self) -> Result:
