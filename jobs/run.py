@@ -80,11 +80,7 @@ class CheckRun:
         if not (done or (r.verdict == "incomplete" and (r.stop_reason or "").startswith("max depth"))):
             return []
         fired = self.coverage()
-        return [
-            a.name
-            for a in NEXT
-            if not a.rare and fired.get(a.name, 0) == 0 and a.may_fire(self.config)
-        ]
+        return [a.name for a in NEXT if not a.rare and fired.get(a.name, 0) == 0 and a.may_fire(self.config)]
 
     def left_off(self) -> dict:
         """Actions the bounds leave off: in force, but every bound they need is 0 here. Action ->

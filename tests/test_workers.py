@@ -126,7 +126,9 @@ def test_a_worker_that_fails_while_the_other_waits_for_its_states_stops_the_run(
 
     # AlterPartition declared to spend ISR shrinks: at 0 the search leaves it out, and the
     # fast path's check of that declaration fails in the worker that meets an expansion first.
-    actions = tuple(dataclasses.replace(a, bounds=(ap.ISR_SHRINKS,)) if a.type is ap.AlterPartition else a for a in NEXT)
+    actions = tuple(
+        dataclasses.replace(a, bounds=(ap.ISR_SHRINKS,)) if a.type is ap.AlterPartition else a for a in NEXT
+    )
     cfg = Config(rf=2, minisr=2, max_records=1, broker_count=3, max_reassignments=1, max_isr_shrinks=0)
     with pytest.raises(WorkerFailed, match="^worker 1: FastPathError: AlterPartition is declared unable to fire"):
         explore_workers(FastModel(cfg, actions=actions), InvariantSuite(cfg), 2)

@@ -19,7 +19,15 @@ from kafkamc.checker.cache.budget import DEFAULT_MIB, CacheBudget, entries_for, 
 from kafkamc.checker.cache.components import UNKNOWN, Components, Fresh
 from kafkamc.checker.cache.footprint import flag_parts
 from kafkamc.checker.cache.outcomes import Mapped, Outcomes, StepCache
-from kafkamc.checker.cache.verify import EVERY, FIRST, FastPathError, check_candidates, check_idle, check_observed, check_symmetry
+from kafkamc.checker.cache.verify import (
+    EVERY,
+    FIRST,
+    FastPathError,
+    check_candidates,
+    check_idle,
+    check_observed,
+    check_symmetry,
+)
 from kafkamc.spec import symmetry
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
