@@ -19,15 +19,7 @@ from kafkamc.checker.cache.budget import DEFAULT_MIB, CacheBudget, entries_for, 
 from kafkamc.checker.cache.components import UNKNOWN, Components, Fresh
 from kafkamc.checker.cache.footprint import flag_parts
 from kafkamc.checker.cache.outcomes import Mapped, Outcomes, StepCache
-from kafkamc.checker.cache.verify import (
-    EVERY,
-    FIRST,
-    FastPathError,
-    check_candidates,
-    check_idle,
-    check_observed,
-    check_symmetry,
-)
+from kafkamc.checker.cache.verify import EVERY, FIRST, FastPathError, check_candidates, check_observed, check_symmetry
 from kafkamc.spec import symmetry
 from kafkamc.spec.config import Config
 from kafkamc.spec.model import Model
@@ -121,9 +113,7 @@ class FastSuccessors:
         runs = self.candidate_runs
         runs[b] += 1
         if runs[b] <= FIRST or runs[b] % EVERY == 0:
-            check_idle(self.model, comps[0], comps[b], comps[n + 2], b)
-            if self.cfg.symmetry:
-                check_candidates(self.model, comps[0], comps[b], comps[n + 2], b, actions)
+            check_candidates(self.model, comps[0], comps[b], comps[n + 2], b, actions)
         caches = self.caches
         for a in actions:
             sc = caches.get(a) or self.cache_of(a)

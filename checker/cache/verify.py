@@ -71,10 +71,12 @@ def check_step(model, state: State, action, successors) -> None:
 
 
 def check_candidates(model, c, br, u, b: int, actions) -> None:
-    """Stop unless broker b's candidate actions, by kind, are those of the relabelled broker
+    """Stop if an action left out as unable to fire offers one here (check_idle), or, with
+    symmetry, unless broker b's candidate actions, by kind, are those of the relabelled broker
     in the relabelled controller (candidates read only those: their signature)."""
+    check_idle(model, c, br, u, b)
     n = len(model.config.brokers)
-    if n < 2:
+    if n < 2 or not model.config.symmetry:
         return
     perm = transposition(b, n)
     other = perm[b - 1]
