@@ -99,3 +99,19 @@ def test_a_fenced_live_broker_asked_to_stop_stops_at_once():
     assert not enabled(cfg, s, ControlledShutdown(2))
     stopped = step(cfg, s, BrokerCrash(2))
     assert not stopped.broker(2).alive and stopped.broker(2).clean
+
+
+def test_a_restart_unfences_by_heartbeat_with_no_fence_spent():
+    """Under kraft_steps a new incarnation registers fenced and its heartbeat unfences it, so
+    BrokerHeartbeat may fire at --max-fences 0 once a broker may stop (spec/next.py
+    enabled_under); under fenced_first only a fence makes it fire, and the search leaves it out."""
+    from kafkamc.spec import broker_lifecycle as lc
+    from kafkamc.spec.next import entry
+
+    heartbeat = entry(lc.BrokerHeartbeat(1))
+    kraft = Config(protocol=KRAFT, max_fences=0, max_hard_crashes=1)
+    assert heartbeat.may_fire(kraft)
+    assert not heartbeat.may_fire(Config(protocol=KRAFT, max_fences=0, max_hard_crashes=0))
+    assert not heartbeat.may_fire(Config(max_fences=0, max_hard_crashes=1))
+    assert heartbeat.bounded_off(Config(max_fences=0, max_hard_crashes=1)) == ["max_fences"]
+    assert lc.heartbeat_candidates in Model(kraft).candidate_fns
