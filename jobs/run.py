@@ -85,12 +85,9 @@ class CheckRun:
     def left_off(self) -> dict:
         """Actions the bounds leave off: in force, but every bound they need is 0 here. Action ->
         those bounds' settings."""
-        fired = self.coverage()
-        return {
-            a.name: a.bounded_off(self.config)
-            for a in NEXT
-            if fired.get(a.name, 0) == 0 and a.in_force(self.config) and a.bounded_off(self.config)
-        }
+        fired, cfg = self.coverage(), self.config
+        off = {a.name: a.bounded_off(cfg) for a in NEXT if fired.get(a.name, 0) == 0 and a.in_force(cfg)}
+        return {name: bounds for name, bounds in off.items() if bounds}
 
     def reached(self) -> dict:
         """Reachability property -> length of its shortest witness found, or None."""

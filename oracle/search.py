@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from kafkamc.oracle.checks import Checks
 from kafkamc.oracle.classes import count as count_classes
 from kafkamc.spec.config import Config
+from kafkamc.spec.hw import observe
 from kafkamc.spec.model import Model
 from kafkamc.spec.next import BOUNDS
 from kafkamc.spec.state import State
@@ -92,7 +93,8 @@ def explore_oracle(
     changes them) and check it."""
     start = time.monotonic()
     cfg = cfg.bounded(BOUNDS)  # what a property may read (cfg.max_records), whatever `actions` spend
-    model = Model(cfg, actions, prune=False) if observation is None else Model(cfg, actions, False, observation)
+    # prune=False: the reference trusts no action's declaration of when it may fire
+    model = Model(cfg, actions, prune=False, observation=observe if observation is None else observation)
     checks = checks if checks is not None else Checks(cfg, invariants, properties)
     values, prev_values = checks.values, checks.prev_values
     parent: dict[State, tuple] = {}  # state -> (parent state or None, action, depth)
