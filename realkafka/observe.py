@@ -249,6 +249,16 @@ def epoch_cache(folder: Path) -> list[tuple[int, int]]:
     return [(int(e), int(o)) for e, o in (line.split() for line in lines if line.strip())]
 
 
+def cache_agrees(seen: list[tuple[int, int]], model: list[tuple[int, int]], log_end: int) -> bool:
+    """A broker's leader-epoch checkpoint as read agrees with the model's cache. One torn read
+    is Kafka's own: UnifiedLog.append assigns each batch's epoch (assignEpochStartOffset, and
+    LeaderEpochFileCache.assign writes the file) before LocalLog.append writes the batch, so a
+    broker paused between the two shows one newer epoch starting at its log end."""
+    if seen == model:
+        return True
+    return seen[:-1] == model and seen[-1][1] == log_end and (not model or seen[-1][0] > model[-1][0])
+
+
 def observe(cluster: Cluster, topic: str, brokers: tuple[int, ...], history: list[dict[str, Any]]) -> View:
     """The real View: the controller's last registration (from `history`, read by the caller
     with client.controller_history) and each broker's files (a partition Kafka deleted from a

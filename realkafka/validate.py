@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 
 from kafkamc.realkafka import attempts, fetch_all, inflight
 from kafkamc.realkafka.lookahead import readers, shape
-from kafkamc.realkafka.observe import ControllerView, controller_view, files_view
+from kafkamc.realkafka.observe import ControllerView, cache_agrees, controller_view, files_view
 from kafkamc.spec import alter_partition as ap
 from kafkamc.spec import broker_lifecycle as lc
 from kafkamc.spec import controlled_shutdown as cs
@@ -379,13 +379,13 @@ class Validator:
             logs = {int(b): [tuple(r) for r in log] for b, log in event["logs"].items()}
             hws = {int(b): hw for b, hw in event["checkpoints"].items()}
             caches = {int(b): [tuple(x) for x in c] for b, c in event.get("epochs", {}).items()}
-
             up = event.get("up")
 
             def same(i: Item) -> bool:
                 for b in self.brokers:
                     log, hw, cache, alive = files_view(i.state, i.values, b)
-                    if log != logs.get(b, []) or (b in hws and hw != hws[b]) or (b in caches and cache != caches[b]):
+                    seen = logs.get(b, [])
+                    if log != seen or hws.get(b, hw) != hw or not cache_agrees(caches.get(b, cache), cache, len(seen)):
                         return False
                     # The process runs as soon as we start it; the model's BrokerRestart (the
                     # process start) may come later, so a broker still to restart may run.

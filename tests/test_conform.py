@@ -338,3 +338,33 @@ def test_every_run_of_the_model_itself_is_consistent():
         assert v.discrepancy is None, (seed, v.discrepancy.index, v.discrepancy.reason)
         done.append(v.too_large is None and v.events == len(events))
     assert done == [True, True, True, False, True, True, True, True]
+
+
+def torn_cut(events: list[dict], ahead: int = 0) -> list[dict] | None:
+    """The events with one more cut after the first cut where a broker lacks another broker's
+    next record of a newer epoch: in it that broker's epoch file already has that epoch, at its
+    log end plus `ahead`, as when Kafka is paused inside UnifiedLog.append."""
+    for k, e in enumerate(events):
+        if e["kind"] != "cut":
+            continue
+        for b, log in e["logs"].items():
+            for other in e["logs"].values():
+                newest = max((x for x, _o in e["epochs"][b]), default=-1)
+                if other[: len(log)] == log and len(other) > len(log) and other[len(log)][0] > newest:
+                    epochs = e["epochs"] | {b: e["epochs"][b] + [[other[len(log)][0], len(log) + ahead]]}
+                    return events[: k + 1] + [e | {"epochs": epochs, "t": e["t"] + 0.5}] + events[k + 1 :]
+    return None
+
+
+def test_a_cut_inside_a_followers_append_is_consistent_and_only_at_its_log_end():
+    """Kafka writes a batch's epoch into the leader-epoch file before the batch into the segment
+    (observe.cache_agrees): a cut between the two is no discrepancy. An entry one offset past the
+    log end is one, at the torn cut itself."""
+    cfg = validate.model_config(3, 3, 2, False)
+    torn, wrong = torn_cut(model_run(0)), torn_cut(model_run(0), ahead=1)
+    assert torn is not None and wrong is not None
+    v = validate.validate(cfg, (1, 2, 3), torn, limit=20_000)
+    assert v.discrepancy is None and v.events == len(torn)
+    w = validate.validate(cfg, (1, 2, 3), wrong, limit=20_000)
+    index = next(k for k, e in enumerate(wrong) if e["t"] % 1)
+    assert w.discrepancy is not None and w.discrepancy.index == index
