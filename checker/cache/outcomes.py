@@ -299,10 +299,13 @@ class Outcomes:
         reads: set = set()
         return rt.send(self.cfg, RecordingState.of(state, reads), action), reads
 
-    def handle(self, rt: RoundTrip, handle: StepCache, state: State, comps: list, parts: list, action, request):
+    def handle(
+        self, rt: RoundTrip, handle: StepCache, state: State, comps: list, parts: list, action, request, keep=True
+    ):
         """((the other side's outcome against comps, its response, the key parts the outcome
         patches), the parts its entry is keyed on: both levels, the parts it replaced among them).
-        A refused request: (None, None, ())."""
+        A refused request: (None, None, ()). keep=False: the native core keeps the entry (its
+        own key learning: tables.rs `record`), so this cache is not filled."""
         handle.lookups += 1
         entry: Any = handle.store.get((handle.key(parts), request))  # the entry, on either level
         below: AbstractSet[int] = NOTHING
@@ -318,7 +321,8 @@ class Outcomes:
             else:
                 changed = self.changes(comps, handled[0], ran)
                 entry = (self.fast.with_delta(comps, changed), handled[1], self._patch(changed))
-            handle.put(parts, entry, ran, request)
+            if keep:
+                handle.put(parts, entry, ran, request)
         return entry, (handle.reads or NOTHING) | below
 
     def receive(self, rt: RoundTrip, receive: StepCache, comps: list, first: tuple, mid_parts: list, action, response):

@@ -161,7 +161,7 @@ class Misses:
         outcomes.spot_check(handle.runs + 1, state, action)  # the whole step, as a run of it would be
         step = self.fast.model.steps[type(action)]
         args = (step, handle, state, comps, parts, action, self.messages[request])
-        (first, response, _), reads = outcomes.handle(*args)
+        (first, response, _), reads = outcomes.handle(*args, keep=False)
         if first is None:
             return sorted(reads), None, -1  # refused
         return sorted(reads), self._row(first), self._message(response)
