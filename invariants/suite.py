@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 import z3
 from kafkamc.invariants.catalog import DEFAULT, INVARIANTS, Invariant, by_name
 from kafkamc.invariants.compile import Conjunction, compile_function, compile_guarded
+from kafkamc.invariants.fields import Reads, group_fields
 from kafkamc.invariants.properties import PropertyFile
 from kafkamc.invariants.reach import catalog as reach_catalog
+from kafkamc.invariants.reads import SPEC_FUNCTIONS
 from kafkamc.invariants.source import ShippedChecks, groups_of
 from kafkamc.invariants.view import View, z3_value
 from kafkamc.spec.config import Config
@@ -109,6 +111,15 @@ class InvariantSuite:
     def state_groups(self) -> tuple:
         """The groups of state invariant parts, by the components they read (groups_of)."""
         return groups_of(self._part_reads)
+
+    @property
+    def state_group_fields(self) -> tuple:
+        """Per state group, per component it reads, the fields its parts read of it, or None
+        for the whole component (invariants/fields.py)."""
+        reads = Reads(self.V.prelude, self.V.state_name, len(self.cfg.brokers), SPEC_FUNCTIONS)
+        parts = [part for c in self.state_invs for _, part in c.parts]
+        sources = [[self._sources[name] for name in _var_names(part)] for part in parts]
+        return group_fields(self.state_groups, self._part_reads, sources, reads)
 
     def state_test(self, changed: int):
         """fn(state), true when every state invariant holds, for a state whose parent passed

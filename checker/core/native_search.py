@@ -23,6 +23,7 @@ from typing import Any
 from kafkamc.checker.cache.footprint import flag_parts
 from kafkamc.checker.cache.outcomes import Mapped, StepCache, halves
 from kafkamc.checker.core import native
+from kafkamc.checker.core.views import Views
 from kafkamc.checker.engines.search import Limits, Result, Ticker, take_hits, traces_of, verdict_of
 from kafkamc.checker.store.memory import peak_rss
 from kafkamc.spec.rpc import RoundTrip
@@ -228,15 +229,15 @@ class Misses:
         return self.quiet_fn(self.parent_of(before), self.state(after))
 
 
-def described(serial: int, obj, tag: int, fp: int) -> tuple:
+def described(serial: int, obj, tag: int, fp: int, ids: list) -> tuple:
     """What the core reads of a component (controller 0, broker 1): (serial, leader, alive,
     stalled, applied epoch (spec/state.py Broker.applied), its own fingerprint: a --workers
-    part ships states as their components')."""
+    part ships states as their components', its ids in the verdicts' views)."""
     if tag == 0:
-        return serial, obj.leader, False, False, 0, fp
+        return serial, obj.leader, False, False, 0, fp, ids
     if tag == 1:
-        return serial, obj.leader, obj.alive, obj.stalled, obj.applied, fp
-    return serial, -1, False, False, 0, fp
+        return serial, obj.leader, obj.alive, obj.stalled, obj.applied, fp, ids
+    return serial, -1, False, False, 0, fp, ids
 
 
 def explore_native(
@@ -256,22 +257,36 @@ class Attached:
     """A core attached to a FastModel: its Misses, and the intern table telling it what its
     loop reads of each new component, until close()."""
 
-    def __init__(self, core_module, model, quiet, groups, keep: bool = True):
+    def __init__(self, core_module, model, quiet, checks, keep: bool = True):
         fast = model.fast
         self.kinds = {t: i for i, t in enumerate(model.action_types())}
         self.misses = Misses(model, quiet, self.kinds)
         # The core's share of the caches' budget (checker/cache/budget.py).
         limit, known = fast.budget.share_with_core()
-        # groups: the suite's state_groups; the core remembers each group's verdicts.
+        # The suite's state groups: the core remembers each group's verdicts, on the fields
+        # the group reads of each component (checker/core/views.py).
+        groups = getattr(checks, "state_groups", None)
+        views = Views(groups or (), getattr(checks, "state_group_fields", None), fast.tags)
         self.core = core_module.Core(
-            self.misses, fast.n, len(self.kinds), _leader_only(quiet), groups, _quiet_groups(quiet), keep, limit, known
+            self.misses,
+            fast.n,
+            len(self.kinds),
+            _leader_only(quiet),
+            groups,
+            _quiet_groups(quiet),
+            keep,
+            limit,
+            known,
+            views.of_group,
         )
         self.components = components = fast.components
-        pending = self.misses.pending
+        pending, fps, ids = self.misses.pending, components.fp, views.of
         for serial, obj in enumerate(components.by_serial):  # interned before the core existed
-            pending.append(described(serial, obj, components.tag_of(serial), components.fp[id(obj)]))
-        fps = components.fp
-        self.listener = lambda serial, obj, tag: pending.append(described(serial, obj, tag, fps[id(obj)]))
+            tag = components.tag_of(serial)
+            pending.append(described(serial, obj, tag, fps[id(obj)], ids(obj, tag)))
+        self.listener = lambda serial, obj, tag: pending.append(
+            described(serial, obj, tag, fps[id(obj)], ids(obj, tag))
+        )
         components.listeners.append(self.listener)
 
     def use_quiet(self, quiet) -> None:
@@ -311,7 +326,7 @@ def _quiet_groups(quiet) -> tuple:
 def _explore(core_module, model, checks, limits, progress, progress_every, stop_when_reached) -> Result:
     start = time.monotonic()
     unreached = list(checks.reach_functions())
-    attached = Attached(core_module, model, checks.quiet_step([name for name, _ in unreached]), checks.state_groups)
+    attached = Attached(core_module, model, checks.quiet_step([name for name, _ in unreached]), checks)
     try:
         return _search(attached, model, checks, unreached, limits, progress, progress_every, stop_when_reached, start)
     finally:

@@ -85,8 +85,7 @@ class _Worker:
         self.inboxes = inboxes
         # With the native core (its module, or None), the core expands this worker's part, keeps
         # its level and its visited set, and fills its parcels (checker/core/part.py).
-        groups = getattr(suite, "state_groups", None)
-        self.attached = None if core is None else Attached(core, model, None, groups, keep=False)
+        self.attached = None if core is None else Attached(core, model, None, suite, keep=False)
         self.part = None if self.attached is None else CorePart(self.attached, model, w, n)
         self.visited = FingerprintSet() if self.attached is None else CoreVisited(self.attached.core)
         # The newest level this worker owns, compact (checker/store/frontier.py): each state's path

@@ -145,7 +145,8 @@ impl Core {
     /// reads (invariants/suite.py state_groups), or None to have every new state tested.
     #[new]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (model, n, kinds, leader_only, groups, quiet_groups, keep=true, limit=usize::MAX, known=usize::MAX))]
+    /// `views`: per group, per component it reads, the view it reads it through (-1: whole).
+    #[pyo3(signature = (model, n, kinds, leader_only, groups, quiet_groups, keep=true, limit=usize::MAX, known=usize::MAX, views=None))]
     fn new(
         py: Python<'_>,
         model: Py<PyAny>,
@@ -157,6 +158,7 @@ impl Core {
         keep: bool,
         limit: usize,
         known: usize,
+        views: Option<Vec<Vec<i32>>>,
     ) -> PyResult<Self> {
         let pending = model
             .getattr(py, "pending")?
@@ -195,7 +197,7 @@ impl Core {
             misses: (0, 0, 0),
             halves: (0, 0, 0),
             halves_missed: (0, 0, 0),
-            verdicts: groups.map(|g| Verdicts::new(&g, known)),
+            verdicts: groups.map(|g| Verdicts::new(&g, views.as_deref(), known)),
             tested: None,
             quiet_known: QuietVerdicts::new(&quiet_groups, known),
             model,

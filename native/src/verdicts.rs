@@ -17,8 +17,13 @@ type Set = HashSet<Projection, BuildHasherDefault<Fx>>;
 #[derive(Default)]
 pub struct Verdicts {
     /// Per group: its bitmask of component positions (bit 0 the controller, bit b broker b,
-    /// bit n + 1 the ghost) and the positions themselves.
-    groups: Vec<(u32, Vec<u8>)>,
+    /// bit n + 1 the ghost), the positions themselves and, per position, the view it is read
+    /// through (-1: the component's serial number itself).
+    groups: Vec<(u32, Vec<u8>, Vec<i32>)>,
+    /// Per view: a component's serial number -> the id of the field values the view reads of
+    /// it (invariants/fields.py; u32::MAX: not known yet). Components with equal ids there are
+    /// one to every group reading them through that view.
+    views: Vec<Vec<u32>>,
     known: Vec<Set>,
     /// Per `changed` mask below 256 (a state's components), the groups it touches, found once.
     touched: Vec<Option<Vec<u16>>>,
@@ -31,14 +36,26 @@ pub struct Verdicts {
 impl Verdicts {
     /// `masks`: one per group; `limit`: projections held before all are forgotten (a cache:
     /// forgetting costs Python calls, never a verdict).
-    pub fn new(masks: &[u32], limit: usize) -> Self {
-        let groups: Vec<(u32, Vec<u8>)> = masks
+    /// `views`: per group, per position of its mask, the view it is read through (None: the
+    /// serial numbers for every group).
+    pub fn new(masks: &[u32], views: Option<&[Vec<i32>]>, limit: usize) -> Self {
+        let groups: Vec<(u32, Vec<u8>, Vec<i32>)> = masks
             .iter()
-            .map(|&m| (m, (0..32u8).filter(|&i| m & (1 << i) != 0).collect()))
+            .enumerate()
+            .map(|(g, &m)| {
+                let positions: Vec<u8> = (0..32u8).filter(|&i| m & (1 << i) != 0).collect();
+                let through = match views.and_then(|v| v.get(g)) {
+                    Some(v) if v.len() == positions.len() => v.clone(),
+                    _ => vec![-1; positions.len()],
+                };
+                (m, positions, through)
+            })
             .collect();
+        let count = groups.iter().flat_map(|g| g.2.iter()).map(|&v| v + 1).max().unwrap_or(0);
         let known = groups.iter().map(|_| Set::default()).collect();
         Verdicts {
             groups,
+            views: vec![Vec::new(); count.max(0) as usize],
             known,
             touched: vec![None; 256],
             len: 0,
@@ -47,13 +64,33 @@ impl Verdicts {
         }
     }
 
-    fn projection(positions: &[u8], comps: &[u32]) -> Option<Projection> {
+    /// A new component's ids in each view (invariants/fields.py via Python's `described`).
+    pub fn learn(&mut self, serial: u32, ids: &[u32]) {
+        let s = serial as usize;
+        for (table, &id) in self.views.iter_mut().zip(ids) {
+            if table.len() <= s {
+                table.resize(s + 1, u32::MAX);
+            }
+            table[s] = id;
+        }
+    }
+
+    fn projection(&self, g: usize, comps: &[u32]) -> Option<Projection> {
+        let (_, positions, through) = &self.groups[g];
         if positions.len() > WIDTH {
             return None;
         }
         let mut p = [u32::MAX; WIDTH];
-        for (slot, &i) in p.iter_mut().zip(positions) {
-            *slot = comps[i as usize];
+        for ((slot, &i), &v) in p.iter_mut().zip(positions).zip(through) {
+            let c = comps[i as usize];
+            *slot = if v < 0 {
+                c
+            } else {
+                match self.views[v as usize].get(c as usize) {
+                    Some(&id) if id != u32::MAX => id,
+                    _ => return None, // not described yet: asked of Python, never remembered
+                }
+            };
         }
         Some(p)
     }
@@ -81,7 +118,7 @@ impl Verdicts {
 
     fn known_on(&self, g: u16, comps: &[u32]) -> bool {
         let g = g as usize;
-        Self::projection(&self.groups[g].1, comps).is_some_and(|p| self.known[g].contains(&p))
+        self.projection(g, comps).is_some_and(|p| self.known[g].contains(&p))
     }
 
     /// Whether every group reading a `changed` component is known true on these components.
@@ -112,7 +149,7 @@ impl Verdicts {
         let touched = self.take_touched(changed);
         for &g in &touched {
             let g = g as usize;
-            if let Some(p) = Self::projection(&self.groups[g].1, comps)
+            if let Some(p) = self.projection(g, comps)
                 && self.known[g].insert(p)
             {
                 self.len += 1;
@@ -126,7 +163,8 @@ impl Verdicts {
     }
 
     pub fn nbytes(&self) -> usize {
-        self.known.iter().map(bytes::of_set).sum()
+        let views: usize = self.views.iter().map(|t| t.capacity() * 4).sum();
+        self.known.iter().map(bytes::of_set).sum::<usize>() + views
     }
 }
 
@@ -149,8 +187,8 @@ impl QuietVerdicts {
         };
         let groups = (wide(&groups.0), wide(&groups.1));
         QuietVerdicts([
-            Verdicts::new(&groups.0, limit),
-            Verdicts::new(&groups.1, limit),
+            Verdicts::new(&groups.0, None, limit),
+            Verdicts::new(&groups.1, None, limit),
         ])
     }
 
@@ -196,7 +234,7 @@ mod tests {
     #[test]
     fn a_state_is_good_once_every_group_its_change_touches_was_seen_true() {
         // Groups: the controller alone (mask 1); brokers 1 and 2 (mask 6).
-        let mut v = Verdicts::new(&[1, 6], 100);
+        let mut v = Verdicts::new(&[1, 6], None, 100);
         let comps = [10, 11, 12, 13];
         assert!(!v.good(2, &comps));
         v.mark(2, &comps); // broker 1 changed: only the group of brokers 1 and 2 was tested
@@ -213,8 +251,25 @@ mod tests {
     }
 
     #[test]
+    fn a_group_read_through_a_view_is_known_on_equal_field_values() {
+        // Brokers 1 and 2 (mask 6), broker 1 read through view 0, broker 2 by serial.
+        let mut v = Verdicts::new(&[6], Some(&[vec![0, -1]]), 100);
+        let comps = [10, 11, 12];
+        assert!(!v.good(2, &comps), "broker 11 not described yet");
+        v.mark(2, &comps);
+        assert_eq!(v.entries(), 0, "nothing remembered without its view's id");
+        v.learn(11, &[7]);
+        v.learn(21, &[7]); // another broker, the same field values in view 0
+        v.learn(31, &[8]);
+        v.mark(2, &comps);
+        assert!(v.good(2, &[10, 21, 12]), "equal field values");
+        assert!(!v.good(2, &[10, 31, 12]), "other field values");
+        assert!(!v.good(2, &[10, 21, 13]), "another broker 2");
+    }
+
+    #[test]
     fn past_its_limit_it_forgets_and_asks_again() {
-        let mut v = Verdicts::new(&[1], 1);
+        let mut v = Verdicts::new(&[1], None, 1);
         v.mark(1, &[1]);
         v.mark(1, &[2]);
         assert!(v.good(1, &[1]) && v.good(1, &[2]));
@@ -225,7 +280,7 @@ mod tests {
 
     #[test]
     fn a_group_wider_than_a_projection_is_never_remembered() {
-        let mut v = Verdicts::new(&[0b11111], 10);
+        let mut v = Verdicts::new(&[0b11111], None, 10);
         v.mark(1, &[1, 2, 3, 4, 5]);
         assert!(!v.good(1, &[1, 2, 3, 4, 5]));
         assert_eq!(v.entries(), 0);

@@ -7,6 +7,10 @@ use crate::tables::{Entry, Key, Outs, Row, SCRATCH, StepCache};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
+/// What Python's `described` says of a new component (checker/core/native_search.py): serial,
+/// leader, alive, stalled, applied epoch, fingerprint, its ids in the verdicts' views.
+type Described = (u32, i32, bool, bool, u32, u64, Vec<u32>);
+
 impl Core {
     /// The observe cache's key, as checker/cache/fast.py observe_key: the controller, the ghost,
     /// each broker that serves reads or that the controller names leader (or that a wide
@@ -29,9 +33,12 @@ impl Core {
         if pending.is_empty() {
             return Ok(()); // the common case, with no conversion
         }
-        let rows: Vec<(u32, i32, bool, bool, u32, u64)> = pending.extract()?;
-        for (serial, leader, alive, stalled, applied, fp) in rows {
+        let rows: Vec<Described> = pending.extract()?;
+        for (serial, leader, alive, stalled, applied, fp, ids) in rows {
             self.attrs.set(serial, leader, alive, stalled, applied);
+            if let Some(v) = self.verdicts.as_mut() {
+                v.learn(serial, &ids);
+            }
             let s = serial as usize;
             if self.comp_fp.len() <= s {
                 self.comp_fp.resize(s + 1, 0);
