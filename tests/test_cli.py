@@ -288,8 +288,9 @@ def test_bench_prints_the_table_as_json():
     assert row["distinct_states_per_s"] > 0 and row["peak_memory_mib"] > 0
     assert 0 < row["visited_bytes_per_state"] <= 32
     assert row["core"] == ("native" if native.load() is not None else "python")
-    # Keyed on every broker before issue 40: 288,090; 4,462 while Python kept a quarter of the budget.
-    assert row["caches"]["BrokerCrash"]["misses"] == 4475
+    # Keyed on every broker before issue 40: 288,090; 4,462 while Python kept a quarter of the
+    # budget; 4,475 while Python filled a Fetch handle cache beside the core's, which never hit.
+    assert row["caches"]["BrokerCrash"]["misses"] == 4462
     if row["core"] == "native":  # where the core's memory went (native/src/search/memory.rs)
         # 746,496 slots of 8 bytes: the visited set grows by half (checker/store/visited.py).
         assert row["core_tables_mib"]["visited"] == 5.7 and row["core_tables_mib"]["parcels"] == 0
