@@ -131,22 +131,29 @@ def _bound(source: str) -> set:
     return names
 
 
-def group_fields(masks: tuple, part_reads: list, part_sources: list[list[str]], reads: Reads) -> tuple:
+def group_fields(masks: tuple, part_reads: list, part_fields: list[dict]) -> tuple:
     """Per group (masks, in order), per position of its mask in order, the sorted fields the
-    group's parts read of that component, or WHOLE. part_sources: per part, its variables'
-    sources; part_reads: per part, its mask."""
+    group's parts read of that component, or WHOLE. part_reads: per part, its mask;
+    part_fields: per part, position -> the fields it reads (Reads.of, merged)."""
     out = []
     for mask in masks:
         fields: dict[int, set | None] = {}
-        for m, sources in zip(part_reads, part_sources):
-            if m != mask:
-                continue
-            for source in sources:
-                for position, got in reads.of(source).items():
+        for m, read in zip(part_reads, part_fields):
+            if m == mask:
+                for position, got in read.items():
                     _add(fields, position, got)
         positions = [i for i in range(32) if mask >> i & 1]
         out.append(tuple(_sorted(fields.get(i)) for i in positions))
     return tuple(out)
+
+
+def merged(reads: list[dict], shift: int = 0) -> dict:
+    """Several Reads.of results as one, each position moved by `shift`."""
+    out: dict[int, set | None] = {}
+    for read in reads:
+        for position, fields in read.items():
+            _add(out, position + shift, fields)
+    return out
 
 
 def _sorted(fields: set | None) -> tuple[str, ...] | None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import z3
 from kafkamc.invariants.catalog import DEFAULT, INVARIANTS, Invariant, by_name
 from kafkamc.invariants.compile import Conjunction, compile_function, compile_guarded
-from kafkamc.invariants.fields import Reads, group_fields
+from kafkamc.invariants.fields import Reads, group_fields, merged
 from kafkamc.invariants.properties import PropertyFile
 from kafkamc.invariants.reach import catalog as reach_catalog
 from kafkamc.invariants.reads import SPEC_FUNCTIONS
@@ -85,6 +85,7 @@ class InvariantSuite:
         self._state_parts = Conjunction(["s"], self.V.prelude, parts, sources)
         self._part_reads = [self._reads(part) for part in parts]
         self._state_tests: dict = {}  # changed components -> compiled test, see state_test
+        self._field_analysis: dict | None = None  # state name -> fields.Reads, see _field_reads
         self._all_states = self.state_test(-1)
         self._all_steps = compile_function(
             "AllStepInvariants",
@@ -116,10 +117,26 @@ class InvariantSuite:
     def state_group_fields(self) -> tuple:
         """Per state group, per component it reads, the fields its parts read of it, or None
         for the whole component (invariants/fields.py)."""
-        reads = Reads(self.V.prelude, self.V.state_name, len(self.cfg.brokers), SPEC_FUNCTIONS)
         parts = [part for c in self.state_invs for _, part in c.parts]
-        sources = [[self._sources[name] for name in _var_names(part)] for part in parts]
-        return group_fields(self.state_groups, self._part_reads, sources, reads)
+        return group_fields(self.state_groups, self._part_reads, [self._field_reads(p, 0) for p in parts])
+
+    def _field_reads(self, formula: z3.BoolRef, after: int) -> dict:
+        """position -> the fields a formula reads of that component (invariants/fields.py), the
+        state before's at positions 0 to rf + 2 and the state after's from `after` on (as
+        _step_reads lays them out; a state formula: after=0)."""
+        reads = self._field_analysis
+        if reads is None:
+            n = len(self.cfg.brokers)
+            reads = self._field_analysis = {
+                self.V.state_name: Reads(self.V.prelude, self.V.state_name, n, SPEC_FUNCTIONS),
+                self.P.state_name: Reads(self.P.prelude, self.P.state_name, n, SPEC_FUNCTIONS),
+            }
+        out: list[dict] = []
+        for name in _var_names(formula):
+            before = bool(self.P.prefix) and name.startswith(self.P.prefix)
+            read = reads[self.P.state_name if before else self.V.state_name].of(self._sources[name])
+            out.append(merged([read], 0 if before else after))
+        return merged(out)
 
     def state_test(self, changed: int):
         """fn(state), true when every state invariant holds, for a state whose parent passed
@@ -137,17 +154,21 @@ class InvariantSuite:
         after's bits of _step_reads, where one home lays the components out."""
         return self._step_reads(formula) >> (len(self.cfg.brokers) + 3)
 
-    def _quiet_groups(self, conjuncts: list) -> tuple:
+    def _quiet_sets(self, conjuncts: list) -> tuple:
         """The quiet test's groups of conjuncts (groups_of, by _step_reads): for any step, and
-        for a step that keeps the controller, where Z3 folds some conjuncts to true and
-        others to fewer components."""
+        for a step that keeps the controller, where Z3 folds some conjuncts to true and others
+        to fewer components; each set with the fields its groups read of each component of
+        the step's two states (invariants/fields.py)."""
         conjuncts = [part for c in conjuncts for part in _split(c)]
         unchanged = self._controller_unchanged()
         same = [z3.simplify(z3.substitute(c, *unchanged)) for c in conjuncts]
-        return (
-            groups_of(self._step_reads(c) for c in conjuncts if not z3.is_true(c)),
-            groups_of(self._step_reads(c) for c in same if not z3.is_true(c)),
-        )
+        w = len(self.cfg.brokers) + 3
+        out = []
+        for kept in ([c for c in conjuncts if not z3.is_true(c)], [c for c in same if not z3.is_true(c)]):
+            reads = [self._step_reads(c) for c in kept]
+            groups = groups_of(reads)
+            out.append((groups, group_fields(groups, reads, [self._field_reads(c, w) for c in kept])))
+        return tuple(out)
 
     def _step_reads(self, formula: z3.BoolRef) -> int:
         """The components a formula of a step reads, as the native core lays out a step's two
@@ -191,10 +212,11 @@ class InvariantSuite:
         # The guard costs what it saves when nothing folds (every property reached).
         same = z3.simplify(z3.substitute(formula, *self._controller_unchanged()))
         steps = [part for c in self.action_invs for _, part in c.parts]
-        groups = self._quiet_groups(steps + [z3.Not(r) for r in chosen])
+        sets = self._quiet_sets(steps + [z3.Not(r) for r in chosen])
+        groups, fields = tuple(g for g, _ in sets), tuple(f for _, f in sets)
         if z3.eq(same, z3.simplify(formula)):
             fn = compile_function("QuietStep", ["p", "s"], self.P.prelude + self.V.prelude, formula, self._sources)
-            fn.leader_only, fn.groups = self._leader_only(same), groups
+            fn.leader_only, fn.groups, fn.group_fields = self._leader_only(same), groups, fields
             return fn
         fn = compile_guarded(
             "QuietStep",
@@ -205,7 +227,7 @@ class InvariantSuite:
             formula,
             self._sources,
         )
-        fn.leader_only, fn.groups = self._leader_only(same), groups
+        fn.leader_only, fn.groups, fn.group_fields = self._leader_only(same), groups, fields
         return fn
 
     def _leader_only(self, same: z3.BoolRef) -> bool:

@@ -54,13 +54,15 @@ def test_a_source_that_reads_a_component_or_the_state_whole_reads_it_whole():
 
 
 def test_components_with_equal_fields_have_one_id_and_a_group_read_whole_keeps_serials():
-    views = Views((0b110, 0b1), ((("alive", "leader"), None), (None,)), (0, 1, 1, 2, 3))
-    assert views.of_group == [[0, -1], [-1]]
+    views = Views((0, 1, 1, 2, 3))
+    assert views.rows((0b110, 0b1), ((("alive", "leader"), None), (None,))) == [[0, -1], [-1]]
+    # A quiet test's positions span two states; a registered view is found again.
+    assert views.rows((0b10000010,), ((("alive", "leader"), ("hw",)),), 2) == [[0, 1]]
     s = Model(Config(rf=3, minisr=2)).initial_states()[0]
     b1, b2 = s.brokers[0], s.brokers[1]
-    assert b1 != b2 and views.of(b1, 1) == views.of(b2, 1) == [0]  # both up, both know leader 1
-    assert views.of(replace(b2, alive=False), 1) == [1]
-    assert views.of(s.controller, 0) == [NONE]
+    assert b1 != b2 and views.of(b1, 1) == views.of(b2, 1) == [0, 1]  # both up, know leader 1, HW 0
+    assert views.of(replace(b2, alive=False), 1) == [2, 1]
+    assert views.of(s.controller, 0) == [NONE, NONE]
 
 
 def reached(cfg: Config, cap: int) -> list:
@@ -102,3 +104,30 @@ def test_states_with_equal_fields_have_equal_verdicts_in_every_group():
         both += len({v for vs in verdicts.values() for v in vs}) == 2
         shared += any(len(c) > 1 for c in seen.values())
     assert both >= 3 and shared >= 15
+
+
+def test_steps_with_equal_fields_have_equal_quiet_verdicts():
+    """The quiet test's groups span a step's two states (the state before at positions 0 to
+    rf + 2, the state after past it). Steps that agree on the fields every group of their set
+    reads (one set for a step that keeps the controller, one for the others) agree on the
+    quiet test; an unsafe configuration (acks=1) gives both verdicts."""
+    cfg = Config(rf=3, minisr=2, acks="1", max_records=2)
+    s, model = InvariantSuite(cfg), Model(cfg, prune=False)
+    quiet = s.quiet_step([name for name, _ in s.reach_functions()])
+    verdicts = defaultdict(set)
+    for state in reached(cfg, 3000):
+        for action in model.candidates(state):
+            for nxt in model.step(state, action):
+                kept = int(state.controller is nxt.controller)
+                pair = (state.controller, *state.brokers, state.ghost, state.budget)
+                pair += (nxt.controller, *nxt.brokers, nxt.ghost, nxt.budget)
+                key = [kept]
+                for mask, fields in zip(quiet.groups[kept], quiet.group_fields[kept]):
+                    positions = [i for i in range(32) if mask >> i & 1]
+                    key += [
+                        pair[i] if f is None else tuple(getattr(pair[i], x) for x in f)
+                        for i, f in zip(positions, fields)
+                    ]
+                verdicts[tuple(key)].add(bool(quiet(state, nxt)))
+    assert all(len(v) == 1 for v in verdicts.values())
+    assert {v for vs in verdicts.values() for v in vs} == {True, False}

@@ -263,10 +263,11 @@ class Attached:
         self.misses = Misses(model, quiet, self.kinds)
         # The core's share of the caches' budget (checker/cache/budget.py).
         limit, known = fast.budget.share_with_core()
-        # The suite's state groups: the core remembers each group's verdicts, on the fields
-        # the group reads of each component (checker/core/views.py).
+        # The suite's state groups and the quiet test's: the core remembers each group's
+        # verdicts, on the fields the group reads of each component (checker/core/views.py).
         groups = getattr(checks, "state_groups", None)
-        views = Views(groups or (), getattr(checks, "state_group_fields", None), fast.tags)
+        self.views = views = Views(fast.tags)
+        rows = views.rows(groups or (), getattr(checks, "state_group_fields", None))
         self.core = core_module.Core(
             self.misses,
             fast.n,
@@ -277,22 +278,31 @@ class Attached:
             keep,
             limit,
             known,
-            views.of_group,
+            rows,
+            _quiet_views(views, quiet),
         )
         self.components = components = fast.components
         pending, fps, ids = self.misses.pending, components.fp, views.of
-        for serial, obj in enumerate(components.by_serial):  # interned before the core existed
-            tag = components.tag_of(serial)
-            pending.append(described(serial, obj, tag, fps[id(obj)], ids(obj, tag)))
         self.listener = lambda serial, obj, tag: pending.append(
             described(serial, obj, tag, fps[id(obj)], ids(obj, tag))
         )
+        self.describe_all()
         components.listeners.append(self.listener)
+
+    def describe_all(self) -> None:
+        """Describe every component interned so far to the core (again: with its ids in views
+        registered since)."""
+        components = self.components
+        for serial, obj in enumerate(components.by_serial):
+            self.listener(serial, obj, components.tag_of(serial))
 
     def use_quiet(self, quiet) -> None:
         """A new quiet test (fewer properties left to reach): the cached verdicts are of the old."""
         self.misses.quiet_fn = quiet
-        self.core.new_quiet(_leader_only(quiet), _quiet_groups(quiet))
+        known = len(self.views.getters)
+        self.core.new_quiet(_leader_only(quiet), _quiet_groups(quiet), _quiet_views(self.views, quiet))
+        if len(self.views.getters) > known:  # views the components were not described in
+            self.describe_all()
 
     def fired(self) -> dict:
         """Transitions so far per action type."""
@@ -321,6 +331,15 @@ def _quiet_groups(quiet) -> tuple:
     """The quiet test's groups of conjuncts, for any step and for a step that keeps the
     controller (a test without them: one group of everything, which the core never remembers)."""
     return getattr(quiet, "groups", ((0xFFFFFFFF,), (0xFFFFFFFF,)))
+
+
+def _quiet_views(views: Views, quiet) -> tuple | None:
+    """The quiet test's groups' views, for its two sets (positions over the step's two states)."""
+    fields = getattr(quiet, "group_fields", None)
+    if fields is None:
+        return None
+    groups = _quiet_groups(quiet)
+    return views.rows(groups[0], fields[0], 2), views.rows(groups[1], fields[1], 2)
 
 
 def _explore(core_module, model, checks, limits, progress, progress_every, stop_when_reached) -> Result:

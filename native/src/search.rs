@@ -6,7 +6,7 @@
 
 use crate::part::Part;
 use crate::tables::{Arena, Attributes, Key, Map, Outs, StepCache};
-use crate::verdicts::{QuietVerdicts, Verdicts};
+use crate::verdicts::{Ids, QuietVerdicts, QuietViews, Verdicts};
 use crate::visited::FpSet;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -118,6 +118,8 @@ pub struct Core {
     /// two states (the state before, then the state after): for a step that changes the
     /// controller, and for one that keeps it (fewer conjuncts, on fewer components).
     quiet_known: QuietVerdicts,
+    /// Each component's ids in the verdicts' views (checker/core/views.py).
+    ids: Ids,
     model: Py<PyAny>,
     /// The model's list of components interned since the core last read it.
     pending: Py<PyList>,
@@ -145,8 +147,9 @@ impl Core {
     /// reads (invariants/suite.py state_groups), or None to have every new state tested.
     #[new]
     #[allow(clippy::too_many_arguments)]
-    /// `views`: per group, per component it reads, the view it reads it through (-1: whole).
-    #[pyo3(signature = (model, n, kinds, leader_only, groups, quiet_groups, keep=true, limit=usize::MAX, known=usize::MAX, views=None))]
+    /// `views`, `quiet_views`: per group, per component it reads, the view it reads it through
+    /// (-1: whole; checker/core/views.py), for the state groups and the quiet test's.
+    #[pyo3(signature = (model, n, kinds, leader_only, groups, quiet_groups, keep=true, limit=usize::MAX, known=usize::MAX, views=None, quiet_views=None))]
     fn new(
         py: Python<'_>,
         model: Py<PyAny>,
@@ -159,6 +162,7 @@ impl Core {
         limit: usize,
         known: usize,
         views: Option<Vec<Vec<i32>>>,
+        quiet_views: Option<QuietViews>,
     ) -> PyResult<Self> {
         let pending = model
             .getattr(py, "pending")?
@@ -199,7 +203,8 @@ impl Core {
             halves_missed: (0, 0, 0),
             verdicts: groups.map(|g| Verdicts::new(&g, views.as_deref(), known)),
             tested: None,
-            quiet_known: QuietVerdicts::new(&quiet_groups, known),
+            quiet_known: QuietVerdicts::new(&quiet_groups, quiet_views.as_ref(), known),
+            ids: Ids::default(),
             model,
             pending,
             comp_fp: Vec::new(),
@@ -209,11 +214,13 @@ impl Core {
     }
 
     /// The quiet test changed (a property was reached): cached verdicts are of the old one.
-    /// `groups`: the new test's groups of conjuncts (invariants/suite.py quiet_step).
-    fn new_quiet(&mut self, leader_only: bool, groups: (Vec<u32>, Vec<u32>)) {
+    /// `groups`: the new test's groups of conjuncts (invariants/suite.py quiet_step); `views`:
+    /// their views, among those the components were described in (-1 for any other).
+    #[pyo3(signature = (leader_only, groups, views=None))]
+    fn new_quiet(&mut self, leader_only: bool, groups: (Vec<u32>, Vec<u32>), views: Option<QuietViews>) {
         self.quiet_gen += 1;
         self.leader_only = leader_only;
-        self.quiet_known = QuietVerdicts::new(&groups, self.known);
+        self.quiet_known = QuietVerdicts::new(&groups, views.as_ref(), self.known);
     }
 
     /// Add a fingerprint to the visited set; a node and a place in the queue if it is new.

@@ -107,10 +107,11 @@ impl Core {
                     continue;
                 }
             }
+            let ids = &self.ids;
             let good = self
                 .verdicts
                 .as_mut()
-                .is_some_and(|v| v.good(changed, &new[..]));
+                .is_some_and(|v| v.good(changed, &new[..], ids));
             if !good {
                 self.tested = Some((changed, new));
             }

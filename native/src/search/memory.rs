@@ -88,7 +88,7 @@ impl Core {
             ("quiet verdicts", self.quiet_known.nbytes()),
             (
                 "components",
-                comps + of_vec(&self.comp_fp) + of_map(&self.by_fp),
+                comps + of_vec(&self.comp_fp) + of_map(&self.by_fp) + self.ids.nbytes(),
             ),
         ]
     }

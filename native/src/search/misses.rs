@@ -36,9 +36,7 @@ impl Core {
         let rows: Vec<Described> = pending.extract()?;
         for (serial, leader, alive, stalled, applied, fp, ids) in rows {
             self.attrs.set(serial, leader, alive, stalled, applied);
-            if let Some(v) = self.verdicts.as_mut() {
-                v.learn(serial, &ids);
-            }
+            self.ids.learn(serial, &ids);
             let s = serial as usize;
             if self.comp_fp.len() <= s {
                 self.comp_fp.resize(s + 1, 0);
@@ -232,7 +230,7 @@ impl Core {
         before: &[u32],
         after: &[u32],
     ) -> PyResult<bool> {
-        if self.quiet_known.good(before, after) {
+        if self.quiet_known.good(before, after, &self.ids) {
             return Ok(true);
         }
         let q: bool = self
@@ -243,7 +241,7 @@ impl Core {
             )?
             .extract(py)?;
         if q {
-            self.quiet_known.mark(before, after);
+            self.quiet_known.mark(before, after, &self.ids);
         }
         Ok(q)
     }

@@ -25,7 +25,7 @@ impl Core {
             && ok
             && let Some(v) = self.verdicts.as_mut()
         {
-            v.mark(changed, &comps[..]);
+            v.mark(changed, &comps[..], &self.ids);
         }
         loop {
             let Some(mut cur) = self.cursor.take() else {
