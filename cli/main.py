@@ -10,7 +10,6 @@ import traceback
 from pathlib import Path
 
 import click
-from kafkamc.checker.cache.budget import DEFAULT_MIB
 from kafkamc.checker.cache.verify import FastPathError
 from kafkamc.checker.engines.explorer import STRATEGIES, Limits
 from kafkamc.cli.common import (
@@ -106,12 +105,12 @@ def cli(ctx):
 @click.option(
     "--cache-mib",
     type=float,
-    default=DEFAULT_MIB,
-    show_default=True,
+    default=None,
     metavar="MIB",
     help="the memory the step caches may hold, shared by the --workers processes (at about 700 "
     "bytes an entry; with the native core, a tenth of it, and the core's own tables the rest); past "
-    "it the caches that hit least are emptied first. Smaller saves memory and costs step runs, never states",
+    "it the caches that hit least are emptied first. Smaller saves memory and costs step runs, never states "
+    "[default: 512, then 20 bytes a state once the states pass 27 million; given, it is a cap]",
 )
 @click.option(
     "--verify",
@@ -264,7 +263,7 @@ def _run_spark_safely(
     liveness=False,
     simulate=None,
     verify=0.0,
-    cache_mib=DEFAULT_MIB,
+    cache_mib=None,
     python_engine=False,
 ):
     """A worker, a Spark or the native core that fails is bad input for this machine: one line,

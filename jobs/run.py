@@ -242,7 +242,7 @@ def run_check(
     liveness: bool = False,
     simulate: Simulation | None = None,
     verify: float = 0.0,
-    cache_mib: float = DEFAULT_MIB,
+    cache_mib: float | None = None,
     python_engine: bool = False,
 ) -> CheckRun:
     """Explore; `reach` names reachability properties to search for (stop once all are seen).
@@ -253,15 +253,15 @@ def run_check(
     after a safety pass that holds (checker/liveness/check.py); with only liveness properties named,
     there is no safety pass. `verify`: the share of expanded states checked against the spec
     (checker/cache/verify.py). `cache_mib`: the step caches' budget, shared by the `workers`
-    processes (checker/cache/budget.py). `python_engine`: one process runs without the native
-    core (checker/core/native_search.py)."""
+    processes (checker/cache/budget.py); without it, DEFAULT_MIB that grows with the states.
+    `python_engine`: one process runs without the native core (checker/core/native_search.py)."""
     cfg = cfg.bounded(BOUNDS)  # a Python caller's Config (the tables, tests); a command's has them already
     live = None if invariants is None else [n for n in invariants if is_liveness(n)]
     if live:
         invariants = [n for n in invariants if not is_liveness(n)]
     only_liveness = bool(live) and not invariants
-    entries = share_of(cache_mib, workers if spark is None else 1)  # a Spark executor has its own
-    model = Model(cfg) if reference else FastModel(cfg, verify=verify, cache_entries=entries)
+    entries = share_of(cache_mib or DEFAULT_MIB, workers if spark is None else 1)  # a Spark executor has its own
+    model = Model(cfg) if reference else FastModel(cfg, verify=verify, cache_entries=entries, grows=cache_mib is None)
     suite = InvariantSuite(cfg, invariants, properties)
     known = [name for name, _ in suite.reach_functions()]
     for name in reach:

@@ -33,6 +33,14 @@ LOW = 20  # a cache hitting on fewer than 1 lookup in LOW is not worth its entri
 # few of the core's misses (a Fetch's handle on none), and the core, given the difference,
 # empties its caches less often: docs/PERFORMANCE.md, rounds seven, eight and ten.
 PY_SHARE = 0.1
+# Past its floor (--cache-mib when given, else DEFAULT_MIB), a budget that grows follows the
+# states its process holds at this many bytes each: a large model's caches meet more distinct
+# components than a small one's, and a floor fitted to the default check empties them over and
+# over (docs/PERFORMANCE.md, round fourteen). 20 keeps the thorough runs' peaks under 100 bytes
+# a state; an explicit --cache-mib is a cap, and does not grow.
+GROWTH_BYTES = 20
+# The budget moves when the states ask for an eighth more than it holds, not at every state.
+GROWTH_STEP = 1.125
 
 
 def entries_for(mib: float) -> int:
@@ -49,8 +57,10 @@ def share_of(mib: float, processes: int) -> int:
 class CacheBudget:
     """The step caches of one process (members) and the bound on their entries."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, grows: bool = False) -> None:
         self._bound(limit)
+        self.total = limit  # the whole budget in entries, the core's share with it
+        self.grows = grows
         self.entries = 0  # stored since the last sweep counted them: an upper bound
         self.members: list = []
         self.sweeps = 0
@@ -72,10 +82,27 @@ class CacheBudget:
         the split (at eight times it, two workers on --max-controlled-shutdowns 1 peaked at
         5,532 MiB against 5,162, in about the same time)."""
         if self.core_limit is None:
-            self.core_known = total = self.limit
-            self._bound(max(1024, int(total * PY_SHARE)))
-            self.core_limit = int(total * (1 - PY_SHARE) * ENTRY_BYTES)
+            self.core_known = self.total
+            self._bound(max(1024, int(self.total * PY_SHARE)))
+            return self._core_share(), self.core_known
         return self.core_limit, self.core_known
+
+    def _core_share(self) -> int:
+        """The core's share of the whole budget, in bytes: all but PY_SHARE of its entries."""
+        self.core_limit = limit = int(self.total * (1 - PY_SHARE) * ENTRY_BYTES)
+        return limit
+
+    def follow(self, states: int) -> int | None:
+        """Grow the budget with the states this process holds (GROWTH_BYTES each) when it
+        grows and they ask for more; the core's new limit in bytes when it moved, else None.
+        The verdicts' count of projections stays as it was set."""
+        want = states * GROWTH_BYTES // ENTRY_BYTES
+        if not self.grows or want < self.total * GROWTH_STEP:
+            return None
+        self.total = want
+        mine = want if self.core_limit is None else max(1024, int(want * PY_SHARE))
+        self.limit, self.dict_limit = mine, max(1024, mine // 4)  # the next sweep holds them to it
+        return None if self.core_limit is None else self._core_share()
 
     def join(self, cache) -> None:
         self.members.append(cache)

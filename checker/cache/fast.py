@@ -32,7 +32,7 @@ new_tuple = tuple.__new__
 class FastSuccessors:
     """Model.successors and Model.fingerprint through the caches; same results, same order."""
 
-    def __init__(self, model: Model, verify: float = 0.0, cache_entries: int = entries_for(DEFAULT_MIB)):
+    def __init__(self, model: Model, verify: float = 0.0, cache_entries: int = entries_for(DEFAULT_MIB), grows=False):
         cfg = model.config
         self.model = model
         self.cfg = cfg
@@ -43,7 +43,7 @@ class FastSuccessors:
         self.verify_every = max(1, round(1 / verify)) if verify > 0 else 0
         self.expanded = 0
         self.caches: dict = {}  # action -> its StepCache
-        self.budget = CacheBudget(cache_entries)  # the StepCaches' entries (checker/cache/budget.py)
+        self.budget = CacheBudget(cache_entries, grows)  # the StepCaches' entries (checker/cache/budget.py)
         self.outcomes = Outcomes(self)
         self.tags = (0,) + (1,) * self.n + (2, 3)
         self.components = Components(self.tags)
@@ -397,10 +397,11 @@ class FastModel:
         actions: tuple[Action, ...] | None = None,
         observation=None,
         cache_entries: int = entries_for(DEFAULT_MIB),
+        grows: bool = False,
     ):
         self.spec = Model(config, actions) if observation is None else Model(config, actions, observation=observation)
         self.config = self.spec.config
-        self.fast = FastSuccessors(self.spec, verify, cache_entries)
+        self.fast = FastSuccessors(self.spec, verify, cache_entries, grows)
         self.in_order = tuple(range(1, self.config.rf + 1))
         # A cluster larger than the replication factor: the assignment moves (reassignment) and
         # the brokers outside it are relabelled too, so every successor is canonicalised.

@@ -304,6 +304,12 @@ class Attached:
         if len(self.views.getters) > known:  # views the components were not described in
             self.describe_all()
 
+    def follow(self, states: int) -> None:
+        """The caches' budget follows the states held (CacheBudget.follow), the core's share too."""
+        limit = self.misses.fast.budget.follow(states)
+        if limit is not None:
+            self.core.set_limit(limit)
+
     def fired(self) -> dict:
         """Transitions so far per action type."""
         counts = self.core.fired
@@ -411,6 +417,7 @@ def _search(attached, model, checks, unreached, limits, progress, progress_every
             if event is None:
                 break
             if event.__class__ is int:  # between two states: every EVERY-th (TICK, 0), or at the cap
+                attached.follow(len(core))
                 stop_reason = (ticker.timed() if event == 0 else None) or ticker.capped(len(core))
                 if stop_reason is not None:
                     break

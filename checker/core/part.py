@@ -32,11 +32,13 @@ class CorePart:
         attached.misses.owner_of = lambda state: transport.owner_key(model, state) % n
         self.bads: list = [None]  # id -> the state invariant a state breaks
         self.components = model.fast.components
+        self.held = 0  # the states this worker owns, which its caches' budget follows
 
     def start(self, entries: list, numbers) -> int:
         """The initial states this worker owns: (fp, key, state), already deduplicated."""
         for fp, key, state in entries:
             self.core.part_add(fp, key, numbers(state))
+        self.held += len(entries)
         return len(entries)
 
     def expand(self, checks, unreached, found, quiet, deadline=None) -> None:
@@ -47,6 +49,7 @@ class CorePart:
         core, misses = attached.core, attached.misses
         if misses.quiet_fn is not quiet:
             attached.use_quiet(quiet)
+        attached.follow(self.held)
         reach = [(name, fn) for name, fn in checks.reach_functions() if name in unreached]
         check_step, check_state, state_test = checks.check_step, checks.check_state, checks.state_test
         tests: dict = {}
@@ -108,6 +111,7 @@ class CorePart:
     def keep(self) -> tuple:
         """(states kept, (key, invariant) of the smallest-keyed state that breaks one, or None)."""
         new, broken = self.core.keep_level()
+        self.held += new
         state_bad = None
         for key, b in broken:
             state_bad = smaller(state_bad, (key, self.bads[b]))

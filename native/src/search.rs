@@ -213,6 +213,12 @@ impl Core {
         })
     }
 
+    /// The bytes its caches may claim from now on (checker/cache/budget.py `follow`: a budget
+    /// that grows with the states held). A smaller limit takes effect at the next count.
+    fn set_limit(&mut self, limit: usize) {
+        self.limit = limit;
+    }
+
     /// The quiet test changed (a property was reached): cached verdicts are of the old one.
     /// `groups`: the new test's groups of conjuncts (invariants/suite.py quiet_step); `views`:
     /// their views, among those the components were described in (-1 for any other).
