@@ -142,7 +142,7 @@ def run_one(name: str) -> dict:
         from kafkamc.checker.engines.explorer import explore
         from kafkamc.invariants.suite import InvariantSuite
 
-        model = FastModel(cfg)
+        model = FastModel(cfg, grows=True)  # the command's default budget
         result = explore(model, InvariantSuite(cfg), engine="auto" if engine == "local" else "python")
         caches = cache_stats(model.fast)
         tables = _mib(model.fast.budget.core_tables)
@@ -154,6 +154,7 @@ def run_one(name: str) -> dict:
 
         result = simulate(FastModel(cfg), InvariantSuite(cfg), Simulation(*SIMULATE_RUN))
     elif "workers[" in engine and not engine.startswith("liveness"):  # "python-workers[N]": without the core
+        from kafkamc.checker.cache.budget import DEFAULT_MIB, share_of
         from kafkamc.checker.cache.fast import FastModel
         from kafkamc.checker.engines.search import Limits
         from kafkamc.checker.engines.workers import explore_workers
@@ -161,7 +162,7 @@ def run_one(name: str) -> dict:
 
         n = int(engine[engine.index("[") + 1 : -1])
         result = explore_workers(
-            FastModel(cfg),
+            FastModel(cfg, cache_entries=share_of(DEFAULT_MIB, n), grows=True),  # the command's default budget
             InvariantSuite(cfg),
             n,
             Limits(max_states=CUT.get(name)),

@@ -117,3 +117,34 @@ def test_the_workers_share_one_budget(monkeypatch, workers, entries):
     monkeypatch.setattr(run, "share_of", recording)
     result = run.run_check(Config(rf=2, minisr=2), workers=workers).result
     assert (asked, result.distinct_states) == ([entries], 9_291)
+
+
+def test_a_budget_that_grows_follows_the_states_held_past_its_floor():
+    """CacheBudget.follow: 20 bytes a state held once that passes the floor by an eighth; the
+    core's share in bytes with it, this process's tenth in entries; an explicit cap never moves."""
+    budget = CacheBudget(entries_for(256), grows=True)
+    assert budget.share_with_core() == (241_591_770, 383_479) and budget.limit == 38_347
+    assert budget.follow(15_000_000) is None and budget.limit == 38_347  # 428,571 entries: not an eighth more
+    assert budget.follow(16_000_000) == 287_999_460 and (budget.total, budget.limit) == (457_142, 45_714)
+    assert budget.follow(17_000_000) is None and budget.total == 457_142
+    assert budget.share_with_core() == (287_999_460, 383_479)  # the verdicts' count stays as set
+    alone = CacheBudget(1024, grows=True)  # no core: all of it here
+    assert alone.follow(100_000) is None and (alone.limit, alone.dict_limit) == (2_857, 1024)
+    capped = CacheBudget(entries_for(256))
+    assert capped.follow(10**9) is None and capped.limit == entries_for(256)
+
+
+@pytest.mark.parametrize("mib,grows", [(None, True), (512, False)])
+def test_only_the_default_budget_grows(monkeypatch, mib, grows):
+    """Without --cache-mib the budget grows with the states; a --cache-mib given is a cap."""
+    import kafkamc.jobs.run as run
+
+    made: list = []
+
+    def recording(*args, **kwargs):
+        made.append(FastModel(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(run, "FastModel", recording)
+    result = run.run_check(Config(rf=2, minisr=2), workers=1, cache_mib=mib).result
+    assert (made[0].fast.budget.grows, result.distinct_states) == (grows, 9_291)

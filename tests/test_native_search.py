@@ -155,3 +155,21 @@ def test_a_panic_in_the_core_is_one_error_line_and_exit_2(monkeypatch, capsys):
     assert err.strip().splitlines() == [
         "kafkamc: error: the native core failed (a broken invariant of the core); --engine python runs without it"
     ]
+
+
+def test_the_core_follows_a_budget_that_grows():
+    """Attached.follow: the core's limit moves with the budget (CacheBudget.follow), and only
+    when the budget does."""
+    from kafkamc.checker.core.native_search import Attached
+
+    cfg = Config(rf=2, minisr=2)
+    model = FastModel(cfg, cache_entries=1024, grows=True)
+    attached = Attached(native.load(), model, None, InvariantSuite(cfg), keep=False)
+    try:
+        assert attached.core.limit == 645_120
+        attached.follow(40_000)  # 1,142 entries: not an eighth more than 1,024
+        assert attached.core.limit == 645_120
+        attached.follow(70_000)
+        assert attached.core.limit == 2_000 * 630 == model.fast.budget.core_limit
+    finally:
+        attached.close()

@@ -89,6 +89,7 @@ pub struct Core {
     leader_only: bool,
     keep: bool,
     /// Bytes its caches may claim (src/search/memory.rs `bound`), and states begun.
+    #[pyo3(get)]
     limit: usize,
     begun: u64,
     /// Projections the invariants' and the quiet test's verdicts may each hold.
