@@ -39,7 +39,7 @@ MEASURED = [
     r"runs it after the tests \(about \d+ s here\)",
     r"The default check takes about \d+ s",  # the one figure, equal to the sample's (checked below)
     r"one process about \d+\.\d s",  # docs/PERFORMANCE.md, issue 40 round thirteen
-    r"about \d+ minutes with two workers",  # the all-faults model, the same round
+    r"about \d+ minutes with two workers",  # the all-faults model, round fourteen
     r"about 12 bytes per transition",
     r"`--max-rf 3`: \d+ minutes",
     r"The whole table takes about \d+ minutes",
