@@ -19,6 +19,7 @@ from pathlib import Path
 import pins
 import pytest
 from helpers import run_kafkamc
+from kafkamc.checker.cache.budget import GROWTH_BYTES
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -108,6 +109,7 @@ def _quotes() -> list[tuple[str, tuple]]:
             (pins.SIMULATION_WALK.value, pins.SIMULATION_LENGTH.value, pins.SIMULATION_RAW_LENGTH.value),
         ),
         (r"`tests/gate/kafka.toml` \((\d+) entries\)", (len(gate["check"]),)),
+        (r"the budget grows by (\d+) bytes for each state found", (GROWTH_BYTES,)),
     ]
 
 
