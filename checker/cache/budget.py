@@ -71,9 +71,16 @@ class CacheBudget:
         self.core_tables: dict = {}  # the last core's tables as it closed: name -> bytes claimed
 
     def _bound(self, limit: int) -> None:
+        self._limit(limit)
+        self.next_sweep = max(1024, limit // 4)
+
+    def _limit(self, limit: int) -> None:
         self.limit = limit
         self.dict_limit = max(1024, limit // 4)  # for each plain dict cache (store)
-        self.next_sweep = max(1024, limit // 4)
+
+    def _mine(self) -> int:
+        """This process's entries of the whole budget: PY_SHARE of it once a core has the rest."""
+        return self.total if self.core_limit is None else max(1024, int(self.total * PY_SHARE))
 
     def share_with_core(self) -> tuple[int, int]:
         """The native core's limits (native/src/search.rs Core `limit` and `known`), set once:
@@ -81,11 +88,12 @@ class CacheBudget:
         rest, in bytes; its verdicts keep the whole budget's count of projections, as before
         the split (at eight times it, two workers on --max-controlled-shutdowns 1 peaked at
         5,532 MiB against 5,162, in about the same time)."""
-        if self.core_limit is None:
-            self.core_known = self.total
-            self._bound(max(1024, int(self.total * PY_SHARE)))
-            return self._core_share(), self.core_known
-        return self.core_limit, self.core_known
+        if self.core_limit is not None:
+            return self.core_limit, self.core_known
+        self.core_known = self.total
+        limit = self._core_share()
+        self._bound(self._mine())
+        return limit, self.core_known
 
     def _core_share(self) -> int:
         """The core's share of the whole budget, in bytes: all but PY_SHARE of its entries."""
@@ -100,8 +108,7 @@ class CacheBudget:
         if not self.grows or want < self.total * GROWTH_STEP:
             return None
         self.total = want
-        mine = want if self.core_limit is None else max(1024, int(want * PY_SHARE))
-        self.limit, self.dict_limit = mine, max(1024, mine // 4)  # the next sweep holds them to it
+        self._limit(self._mine())  # the next sweep holds the caches to it
         return None if self.core_limit is None else self._core_share()
 
     def join(self, cache) -> None:

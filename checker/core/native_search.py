@@ -417,8 +417,9 @@ def _search(attached, model, checks, unreached, limits, progress, progress_every
             if event is None:
                 break
             if event.__class__ is int:  # between two states: every EVERY-th (TICK, 0), or at the cap
-                attached.follow(len(core))
-                stop_reason = (ticker.timed() if event == 0 else None) or ticker.capped(len(core))
+                distinct = len(core)
+                attached.follow(distinct)
+                stop_reason = (ticker.timed() if event == 0 else None) or ticker.capped(distinct)
                 if stop_reason is not None:
                     break
                 continue
